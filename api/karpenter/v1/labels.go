@@ -46,8 +46,8 @@ const (
 // Compatibility annotations written by the v1beta1 <-> v1 conversion so that
 // fields with no v1 home survive a round trip.
 const (
-	KubeletCompatibilityAnnotationKey   = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
-	NodeClassReferenceAnnotationKey     = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
+	KubeletCompatibilityAnnotationKey = "compatibility.karpenter.sh/v1beta1-kubelet-conversion"
+	NodeClassReferenceAnnotationKey   = "compatibility.karpenter.sh/v1beta1-nodeclass-reference"
 )
 
 // DisruptedNoScheduleTaint returns the taint put on a node while it is being disrupted.
