@@ -1,13 +1,12 @@
 package catalog
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-
-	_ "embed"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
 )
@@ -110,7 +109,7 @@ func Load(opts Options) ([]InstanceType, error) {
 	out := make([]InstanceType, 0, len(all))
 	for i := range all {
 		e := &all[i]
-		if s.family.amd64Only() && e.Arch != "amd64" {
+		if s.family.amd64Only && e.Arch != "amd64" {
 			continue
 		}
 		capacity, overhead := s.resources(&e.InstanceType)

@@ -214,3 +214,29 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadIsSafeForConcurrentUse loads from several goroutines at once; run
+// with -race to check the shared decoded data is only read.
+func TestLoadIsSafeForConcurrentUse(t *testing.T) {
+	want, err := json.Marshal(mustLoad(t, DefaultOptions()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan []byte, 4)
+	for range cap(results) {
+		go func() {
+			its, err := Load(DefaultOptions())
+			if err != nil {
+				results <- []byte(err.Error())
+				return
+			}
+			b, _ := json.Marshal(indexByName(its))
+			results <- b
+		}()
+	}
+	for range cap(results) {
+		if got := <-results; string(got) != string(want) {
+			t.Error("a concurrent Load returned something else")
+		}
+	}
+}

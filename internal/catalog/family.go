@@ -23,12 +23,11 @@ type familyTraits struct {
 	windowsBuild string
 	// rootVolume is the default size of the volume backing ephemeral storage.
 	rootVolume resource.Quantity
+	// amd64Only: the family has images for amd64 only. Karpenter gives arm64
+	// types an empty os requirement under such a family, so they can never
+	// launch; the catalog leaves them out.
+	amd64Only bool
 }
-
-// amd64Only reports whether the family has images for amd64 only. Karpenter
-// gives arm64 types an empty os requirement under such a family, so they can
-// never launch; the catalog leaves them out.
-func (f familyTraits) amd64Only() bool { return f.windowsBuild != "" }
 
 // familyTraitsOf returns the traits of an AMI family, false if unknown.
 func familyTraitsOf(f AMIFamily) (familyTraits, bool) {
@@ -45,6 +44,7 @@ func familyTraitsOf(f AMIFamily) (familyTraits, bool) {
 			os:           "windows",
 			windowsBuild: build,
 			rootVolume:   resource.MustParse("50Gi"),
+			amd64Only:    true,
 		}
 	}
 	switch f {

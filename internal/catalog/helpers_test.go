@@ -68,6 +68,10 @@ func mustLoad(t testing.TB, opts Options) map[string]InstanceType {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
+	return indexByName(its)
+}
+
+func indexByName(its []InstanceType) map[string]InstanceType {
 	out := make(map[string]InstanceType, len(its))
 	for _, it := range its {
 		out[it.Name] = it
