@@ -3,6 +3,7 @@ package v1beta1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
@@ -76,9 +77,12 @@ type Disruption struct {
 // a cron schedule is active.
 type Budget struct {
 	// nodes is a count or a percentage of the pool's nodes.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=10
 	// +kubebuilder:validation:Pattern=`^((100|[0-9]{1,2})%|[0-9]+)$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="nodes must not be negative"
 	// +kubebuilder:default:="10%"
-	Nodes string `json:"nodes"`
+	Nodes intstr.IntOrString `json:"nodes"`
 	// schedule is a cron expression (UTC) at which the budget becomes active.
 	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|([0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+))$`
 	// +optional
