@@ -8,7 +8,7 @@ CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
 # or untracked file under these paths.
 PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
 
-.PHONY: all build generate verify test test-unit test-integration test-e2e bench controlplane demo up clean
+.PHONY: all build generate verify test test-unit bench controlplane up clean
 
 all: build
 
@@ -30,8 +30,8 @@ controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-man
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane)
 	$(GO) test ./...
 
-test-unit: ## Run the tests that need no control plane
-	DOVETAIL_SKIP_CONTROLPLANE=true $(GO) test ./...
+test-unit: ## Run the tests that need no control plane (everything outside test/)
+	$(GO) test $$($(GO) list ./... | grep -v /test/)
 
 bench: ## Run the simulator benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...

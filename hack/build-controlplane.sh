@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from pinned Go modules into bin/ (or
 # $DOVETAIL_BIN_DIR): etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok and kwok's stage configuration. Each component is
+# kube-scheduler, kubectl, kwok and kwok's stage configuration. Each component is
 # skipped when bin/ already holds it at the pinned version (a stamp file
 # records module version + Go version). The pins live in
 # hack/controlplane/{kubernetes,etcd,kwok}/go.mod, one module each because
@@ -33,17 +33,18 @@ build_kubernetes() {
   local version; version=$(module_version "$dir" k8s.io/kubernetes)
   local want="k8s.io/kubernetes $version $go_version"
   local stamp=$bin_dir/.kubernetes.stamp
-  if up_to_date "$stamp" "$want" "$bin_dir/kube-apiserver" "$bin_dir/kube-controller-manager" "$bin_dir/kube-scheduler"; then
-    log "kube-apiserver, kube-controller-manager, kube-scheduler $version: up to date"
+  if up_to_date "$stamp" "$want" "$bin_dir/kube-apiserver" "$bin_dir/kube-controller-manager" "$bin_dir/kube-scheduler" "$bin_dir/kubectl"; then
+    log "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $version: up to date"
     return
   fi
   local minor=${version#v1.}; minor=${minor%%.*}
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$version"
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $version (first build takes several minutes)"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $version (first build takes several minutes)"
   (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$bin_dir/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler)
+    k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kubectl)
   echo "$want" > "$stamp"
 }
 

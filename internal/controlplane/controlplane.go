@@ -387,3 +387,15 @@ func writeKubeconfig(path string, config *rest.Config) error {
 	}
 	return nil
 }
+
+// PIDs returns the process id of each component started so far, by binary
+// name, for diagnostics and for tests that prove nothing outlives Stop.
+func (cp *ControlPlane) PIDs() map[string]int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	pids := make(map[string]int, len(cp.processes))
+	for _, p := range cp.processes {
+		pids[p.name] = p.cmd.Process.Pid
+	}
+	return pids
+}

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins kube-apiserver, kube-scheduler and kube-controller-manager,
+// Package tools pins kube-apiserver, kube-scheduler, kube-controller-manager and kubectl,
 // built into bin/ by hack/build-controlplane.sh.
 package tools
 
@@ -8,4 +8,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
