@@ -92,8 +92,8 @@ func TestBadOptions(t *testing.T) {
 			opts:    controlplane.Options{BinDir: emptyDir, Profile: controlplane.ProfileFull},
 			wantErr: "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kwok-stages.yaml", wantIs: controlplane.ErrBinariesMissing,
 		},
-		"unknown profile":      {opts: controlplane.Options{Profile: "tiny"}, wantErr: `profile "tiny" is not one of`},
-		"port out of range":    {opts: controlplane.Options{APIServerPort: 70000}, wantErr: "apiserver port 70000 is out of range"},
+		"unknown profile":       {opts: controlplane.Options{Profile: "tiny"}, wantErr: `profile "tiny" is not one of`},
+		"port out of range":     {opts: controlplane.Options{APIServerPort: 70000}, wantErr: "apiserver port 70000 is out of range"},
 		"apiserver port in use": {opts: controlplane.Options{APIServerPort: busyPort}, wantErr: "apiserver port"},
 	}
 	for name, tc := range cases {
