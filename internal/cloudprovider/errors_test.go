@@ -9,7 +9,7 @@ import (
 func TestTypedErrors(t *testing.T) {
 	base := errors.New("boom")
 	cases := map[string]struct {
-		err                                     error
+		err                                    error
 		notFound, ice, notReady, create, plain bool
 	}{
 		"not found":         {err: NewNodeClaimNotFoundError(base), notFound: true},
