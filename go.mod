@@ -3,14 +3,15 @@ module github.com/dovetail-autoscaler/dovetail
 go 1.26.0
 
 require (
+	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	k8s.io/api v0.36.4
 	k8s.io/apimachinery v0.36.4
+	k8s.io/component-helpers v0.36.4
 )
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
