@@ -19,7 +19,7 @@ type Model struct {
 	opts Options
 	res  *resources.Index
 
-	keys, vals *interner
+	keys, vals                                            *interner
 	hostnameKey, nodeNameKey, zoneKey, ctKey, nodePoolKey int32
 
 	pools []*pool // by weight (descending), then name (descending), as Karpenter orders them

@@ -28,7 +28,7 @@ func (w *DaemonSetWrapper) Obj() *appsv1.DaemonSet { return w.DaemonSet.DeepCopy
 
 // Pod returns a pod of the daemonset bound to node.
 func (w *DaemonSetWrapper) Pod(node string) *corev1.Pod {
-	p := MakePod(w.Name + "-" + node).Namespace(w.Namespace).Owner("DaemonSet", w.Name, w.UID).NodeName(node).Obj()
+	p := MakePod(w.Name+"-"+node).Namespace(w.Namespace).Owner("DaemonSet", w.Name, w.UID).NodeName(node).Obj()
 	p.Labels = w.Spec.Template.Labels
 	p.Spec = *w.Spec.Template.Spec.DeepCopy()
 	p.Spec.NodeName = node
