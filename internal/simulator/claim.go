@@ -1,0 +1,451 @@
+package simulator
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
+)
+
+// claim is a NodeClaim this solve opened: the requirements its pods
+// accumulated and the instance types still able to run them all.
+type claim struct {
+	id   int32
+	loc  int32 // location id: len(nodes) + id
+	pool *pool
+
+	reqs     creqs      // the pool's requirements narrowed by pods and topology
+	pairs    bitset.Set // offering pairs reqs allow
+	allPairs bool
+	reqMask  bitset.Set       // types reqs, offerings, limits and price cap allow
+	options  bitset.Set       // reqMask types with room for requests
+	requests resources.Vector // the pods' requests (daemonsets are in the types' effAlloc)
+	maxAlloc resources.Vector // an upper bound of effAlloc over reqMask
+	cheapest int
+	price    float64
+	slack    resources.Vector // room left in the cheapest type
+
+	pods     []*podInfo
+	ports    []hostPort
+	reserved resources.Vector // capacity held against the pool's limits
+	relaxed  bool             // minValues relaxed (BestEffort)
+	version  int              // pool-state version a template was built at
+}
+
+// addPlan is the outcome of checking a pod against a claim: what the claim
+// becomes if the pod is added.
+type addPlan struct {
+	reqs     creqs
+	pairs    bitset.Set
+	allPairs bool
+	reqMask  bitset.Set
+	options  bitset.Set
+	cheapest int
+	price    float64
+	relaxed  bool
+}
+
+// keep detaches the plan from the solve's scratch buffers.
+func (p *addPlan) keep() addPlan {
+	k := *p
+	k.reqMask = p.reqMask.Copy()
+	k.options = p.options.Copy()
+	return k
+}
+
+// domain returns the claim's value for key if it is settled.
+func (c *claim) domain(s *solve, key int32) (int32, bool) {
+	if r, ok := c.reqs.get(key); ok {
+		return r.single()
+	}
+	return 0, false
+}
+
+// slotFor returns the slot of the claim's domain for a group, if settled.
+func (s *solve) claimSlot(c *claim, t *tg) (int32, bool) {
+	if t.hostname {
+		return c.loc, true
+	}
+	v, ok := c.domain(s, t.key)
+	if !ok {
+		return 0, false
+	}
+	return s.slotOf(t.key, v), true
+}
+
+// keyKnown reports whether nodes of pool p get a value for key: from the
+// pool's requirements and labels, the instance types, the offerings, or
+// because it is a well-known label the provider sets.
+func (m *Model) keyKnown(keys *interner, p *pool, key int32) bool {
+	if key == m.zoneKey || key == m.ctKey {
+		return true
+	}
+	if _, ok := p.typeKeys[key]; ok {
+		return true
+	}
+	if _, ok := p.base.get(key); ok {
+		return true
+	}
+	return requirements.IsWellKnown(keys.str(key))
+}
+
+// mergeForPool returns reqs AND alt for a node of pool p.
+func (m *Model) mergeForPool(vals *interner, p *pool, reqs, alt creqs) (creqs, bool) {
+	out, _, bad := m.merge(m.keys, vals, p, reqs, alt)
+	return out, bad == nil
+}
+
+func (s *solve) merge(p *pool, reqs, alt creqs) (creqs, bool, *creq) {
+	return s.m.merge(s.keys, s.vals, p, reqs, alt)
+}
+
+// merge returns reqs AND alt for a node of pool p, whether any requirement
+// changed, and the requirement that made it fail: one that conflicts, or one
+// needing a label nodes of p never get. Hostname and node-name requirements
+// can only be met by existing nodes, unless they admit any name.
+func (m *Model) merge(keys, vals *interner, p *pool, reqs, alt creqs) (creqs, bool, *creq) {
+	changed := false
+	for i := range alt {
+		r := &alt[i]
+		if r.key == m.hostnameKey || r.key == m.nodeNameKey {
+			if !r.complement || r.hasGT || r.hasLT {
+				return nil, false, r
+			}
+			continue
+		}
+		if e, ok := reqs.get(r.key); ok {
+			x := intersect(vals, e, r)
+			if !x.satisfiable() {
+				return nil, false, r
+			}
+			if !x.equal(e) {
+				changed = true
+			}
+			continue
+		}
+		if !r.absent && !m.keyKnown(keys, p, r.key) {
+			return nil, false, r
+		}
+		changed = true
+	}
+	if !changed {
+		return reqs, false, nil
+	}
+	var filtered creqs
+	for i := range alt {
+		if alt[i].key != m.hostnameKey && alt[i].key != m.nodeNameKey {
+			filtered = append(filtered, alt[i])
+		}
+	}
+	return and(vals, reqs, filtered), true, nil
+}
+
+// tryClaim checks whether a pod can join claim c and what c becomes if it does.
+func (s *solve) tryClaim(c *claim, pi *podInfo, v *podView) (addPlan, bool) {
+	p := c.pool
+	if !s.poolTolerated(v, p) {
+		return addPlan{}, false
+	}
+	if len(v.sig.ports) > 0 {
+		if _, clash := portsConflict(c.ports, v.sig.ports); clash {
+			return addPlan{}, false
+		}
+	}
+	if !c.requests.FitsSum(pi.req, c.maxAlloc) {
+		return addPlan{}, false
+	}
+	for _, alt := range v.nodeAlts {
+		if plan, ok := s.tryAlt(c, pi, v, alt); ok {
+			return plan, true
+		}
+	}
+	return addPlan{}, false
+}
+
+func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, bool) {
+	p := c.pool
+	reqs, changed, bad := s.merge(p, c.reqs, alt)
+	if bad != nil {
+		return addPlan{}, false
+	}
+	// Topology: settle open domains the pod's constraints depend on.
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if g.hostname {
+			if !s.hostnameOK(v, g, c.loc) {
+				return addPlan{}, false
+			}
+			continue
+		}
+		if r, ok := reqs.get(g.key); ok {
+			if val, single := r.single(); single {
+				if !s.groupAllows(v, g, s.slotOf(g.key, val)) {
+					return addPlan{}, false
+				}
+				continue
+			}
+		}
+		val, ok := s.chooseDomain(c, v, g, reqs)
+		if !ok {
+			return addPlan{}, false
+		}
+		pinned := creqs{{key: g.key, vals: []int32{val}}}
+		reqs = and(s.vals, reqs, pinned)
+		changed = true
+	}
+	plan := addPlan{reqs: reqs, pairs: c.pairs, allPairs: c.allPairs, reqMask: c.reqMask}
+	if changed {
+		plan.reqMask = s.narrowMask(c, reqs, &plan)
+		if plan.reqMask.Empty() {
+			return addPlan{}, false
+		}
+	}
+	sum := s.sumBuf
+	copy(sum, c.requests)
+	sum.Add(pi.req)
+	opts := s.scratch(&s.optBuf, p.nt)
+	opts.CopyFrom(plan.reqMask)
+	p.fitMask(opts, sum)
+	if opts.Empty() {
+		return addPlan{}, false
+	}
+	plan.options = opts
+	if !s.minValuesOK(p, opts, &plan) {
+		return addPlan{}, false
+	}
+	plan.cheapest, plan.price = s.cheapestIn(p, plan.pairs, plan.allPairs, opts)
+	if plan.cheapest < 0 || (s.priceCap > 0 && plan.price >= s.priceCap) {
+		return addPlan{}, false
+	}
+	return plan, true
+}
+
+func (s *solve) scratch(buf *bitset.Set, n int) bitset.Set {
+	if w := bitset.Words(n); cap(*buf) < w {
+		*buf = bitset.New(n)
+	} else {
+		*buf = (*buf)[:w]
+	}
+	return *buf
+}
+
+// narrowMask recomputes the instance types the new requirements allow.
+func (s *solve) narrowMask(c *claim, reqs creqs, plan *addPlan) bitset.Set {
+	p := c.pool
+	mask := s.scratch(&s.maskBuf, p.nt)
+	mask.CopyFrom(c.reqMask)
+	for i := range reqs {
+		r := &reqs[i]
+		old, had := c.reqs.get(r.key)
+		if had && old.equal(r) {
+			continue
+		}
+		if kb := p.typeKeys[r.key]; kb != nil {
+			mask.And(s.keyMask(p, kb, r))
+		}
+	}
+	zr, _ := reqs.get(s.m.zoneKey)
+	cr, _ := reqs.get(s.m.ctKey)
+	oz, _ := c.reqs.get(s.m.zoneKey)
+	oc, _ := c.reqs.get(s.m.ctKey)
+	if !sameReq(zr, oz) || !sameReq(cr, oc) {
+		plan.pairs = s.m.allowedPairs(p, reqs)
+		plan.allPairs = plan.pairs.Count() == len(p.pairZone)
+		mask.And(s.offerings(p, plan.pairs))
+	}
+	return mask
+}
+
+func sameReq(a, b *creq) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.equal(b)
+}
+
+// keyMask is Model.keyMask with a per-solve cache.
+func (s *solve) keyMask(p *pool, kb *keyBits, r *creq) bitset.Set {
+	buf := append(s.keyBuf[:0], byte(p.idx), byte(p.idx>>8), 'k')
+	buf = appendInt32(buf, r.key)
+	buf = r.encode(buf)
+	s.keyBuf = buf
+	if m, ok := s.masks[string(buf)]; ok {
+		return m
+	}
+	m := s.m.keyMask(p, kb, r)
+	s.masks[string(buf)] = m
+	return m
+}
+
+// offerings is Model.offeringMask with a per-solve cache.
+func (s *solve) offerings(p *pool, pairs bitset.Set) bitset.Set {
+	buf := append(s.keyBuf[:0], byte(p.idx), byte(p.idx>>8), 'o')
+	for _, w := range pairs {
+		buf = appendInt64(buf, int64(w))
+	}
+	s.keyBuf = buf
+	if m, ok := s.masks[string(buf)]; ok {
+		return m
+	}
+	m := s.m.offeringMask(p, pairs)
+	s.masks[string(buf)] = m
+	return m
+}
+
+func appendInt32(b []byte, v int32) []byte {
+	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+func appendInt64(b []byte, v int64) []byte {
+	return appendInt32(appendInt32(b, int32(v)), int32(v>>32))
+}
+
+// cheapestIn returns the cheapest type in set (and its price) when only the
+// given offering pairs may be used.
+func (s *solve) cheapestIn(p *pool, pairs bitset.Set, all bool, set bitset.Set) (int, float64) {
+	if all {
+		t := set.First()
+		if t < 0 {
+			return -1, math.Inf(1)
+		}
+		return t, p.minPrice[t]
+	}
+	best, bestPrice := -1, math.Inf(1)
+	for t := set.First(); t >= 0; t = set.Next(t + 1) {
+		if p.minPrice[t] >= bestPrice {
+			// Types are in order of their cheapest offering anywhere, which
+			// bounds their price here from below: nothing later can win.
+			break
+		}
+		if price := p.price(t, pairs, false); price < bestPrice {
+			best, bestPrice = t, price
+		}
+	}
+	return best, bestPrice
+}
+
+// minValuesOK checks the pool's minValues against the types left; under
+// BestEffort a shortfall marks the plan relaxed instead of failing it.
+func (s *solve) minValuesOK(p *pool, opts bitset.Set, plan *addPlan) bool {
+	for i := range p.base {
+		r := &p.base[i]
+		if r.minValues <= 0 {
+			continue
+		}
+		if s.distinctValues(p, r.key, opts, plan.pairs) >= int(r.minValues) {
+			continue
+		}
+		if s.m.opts.MinValuesPolicy == MinValuesBestEffort {
+			plan.relaxed = true
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// distinctValues counts the values of key the types in set cover.
+func (s *solve) distinctValues(p *pool, key int32, set, pairs bitset.Set) int {
+	switch {
+	case key == s.m.zoneKey || key == s.m.ctKey:
+		var seen []int32
+		for i := pairs.First(); i >= 0; i = pairs.Next(i + 1) {
+			v := p.pairZone[i]
+			if key == s.m.ctKey {
+				v = p.pairCT[i]
+			}
+			if !slices.Contains(seen, v) && p.pairBits[i].Intersects(set) {
+				seen = append(seen, v)
+			}
+		}
+		return len(seen)
+	case p.typeKeys[key] != nil:
+		kb := p.typeKeys[key]
+		n := 0
+		for i := range kb.vals {
+			if kb.bits[i].Intersects(set) {
+				n++
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// poolTolerated reports whether the pod tolerates the pool's taints (startup
+// taints excepted), cached per view.
+func (s *solve) poolTolerated(v *podView, p *pool) bool {
+	if int(v.id) >= len(s.poolTol) {
+		s.poolTol = append(s.poolTol, make([][]int8, int(v.id)+1-len(s.poolTol))...)
+	}
+	row := s.poolTol[v.id]
+	if row == nil {
+		row = make([]int8, len(s.m.pools))
+		s.poolTol[v.id] = row
+	}
+	if row[p.idx] == 0 {
+		row[p.idx] = 2
+		if _, ok := tolerates(v.sig.tolerations, p.taints, !v.tolerateSoft); ok {
+			row[p.idx] = 1
+		}
+	}
+	return row[p.idx] == 1
+}
+
+// hostnameOK checks the pod's hostname constraints against location loc.
+func (s *solve) hostnameOK(v *podView, g *keyGroup, loc int32) bool {
+	return s.groupAllows(v, g, loc)
+}
+
+func (s *solve) groupAllows(v *podView, g *keyGroup, slot int32) bool {
+	for _, r := range g.refs {
+		if !s.allows(v, r, s.tg(r.tg), slot) {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseDomain picks the value of key for a claim whose domain is open: among
+// the values the claim and the pod allow and every constraint admits, the one
+// with the fewest pods of the first spread constraint, then the first by name.
+func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int32, bool) {
+	var spread *tg
+	for _, r := range g.refs {
+		if r.role == roleSpread {
+			spread = s.tg(r.tg)
+			break
+		}
+	}
+	best, bestCount, found := int32(0), int32(math.MaxInt32), false
+	for _, val := range s.claimValues(c, g.key, reqs) {
+		if !s.domainAllowed(v, g.key, val) {
+			continue
+		}
+		slot := s.slotOf(g.key, val)
+		if !s.groupAllows(v, g, slot) {
+			continue
+		}
+		count := int32(0)
+		if spread != nil {
+			count = s.count(spread, slot)
+		}
+		if !found || count < bestCount {
+			best, bestCount, found = val, count, true
+		}
+	}
+	return best, found
+}
+
+// claimValues lists the values of key a claim could still take, in slot order.
+func (s *solve) claimValues(c *claim, key int32, reqs creqs) []int32 {
+	if reqs == nil {
+		reqs = c.reqs
+	}
+	vals := s.m.poolValues(c.pool, key, reqs, c.reqMask)
+	slices.SortFunc(vals, func(a, b int32) int { return cmp.Compare(s.slotOf(key, a), s.slotOf(key, b)) })
+	return vals
+}

@@ -1,0 +1,251 @@
+package simulator
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
+)
+
+// fresh returns a template claim for pool p: what a new NodeClaim of the pool
+// starts as, given the limits left. It is rebuilt when the limits change.
+func (s *solve) fresh(p *pool) *claim {
+	ps := &s.pools[p.idx]
+	if ps.fresh == nil || ps.fresh.version != ps.version {
+		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, version: ps.version}
+		c.pairs = s.m.allowedPairs(p, p.base)
+		c.allPairs = c.pairs.Count() == len(p.pairZone)
+		c.reqMask = p.viable.Copy()
+		if ps.remaining != nil {
+			for t := c.reqMask.First(); t >= 0; t = c.reqMask.Next(t + 1) {
+				for d, l := range p.limits {
+					if l >= 0 && p.capacity[t][d] > ps.remaining[d] {
+						c.reqMask.Remove(t)
+						break
+					}
+				}
+			}
+		}
+		if s.priceCap > 0 {
+			for t := c.reqMask.First(); t >= 0; t = c.reqMask.Next(t + 1) {
+				if p.minPrice[t] >= s.priceCap {
+					c.reqMask.Remove(t)
+				}
+			}
+		}
+		c.options = c.reqMask.Copy()
+		ps.fresh = c
+	}
+	ps.fresh.loc = int32(len(s.m.nodes) + len(s.claims))
+	return ps.fresh
+}
+
+// bestNewClaim finds the NodePool a new claim for the pod should come from:
+// the heaviest pool that can take it and, among pools of that weight, the one
+// whose cheapest fitting type is cheapest (then pool order).
+func (s *solve) bestNewClaim(pi *podInfo, v *podView) (*claim, addPlan, bool) {
+	if s.claimsCap >= 0 && len(s.claims) >= s.claimsCap {
+		return nil, addPlan{}, false
+	}
+	var best *claim
+	var bestPlan addPlan
+	for _, p := range s.m.pools {
+		if best != nil && p.weight < best.pool.weight {
+			break
+		}
+		if p.invalid != "" || s.pools[p.idx].remainingNodes == 0 {
+			continue
+		}
+		tmpl := s.fresh(p)
+		if tmpl.reqMask.Empty() {
+			continue
+		}
+		plan, ok := s.tryClaim(tmpl, pi, v)
+		if !ok {
+			continue
+		}
+		if best == nil || plan.price < bestPlan.price-1e-12 {
+			best, bestPlan = tmpl, plan.keep()
+		}
+	}
+	return best, bestPlan, best != nil
+}
+
+// openClaim turns a template into a claim of this solve.
+func (s *solve) openClaim(tmpl *claim) *claim {
+	p := tmpl.pool
+	c := &claim{
+		id: int32(len(s.claims)), pool: p, reqs: tmpl.reqs, pairs: tmpl.pairs, allPairs: tmpl.allPairs,
+		reqMask: tmpl.reqMask.Copy(), options: tmpl.options.Copy(), requests: s.m.res.New(),
+		maxAlloc: tmpl.maxAlloc, ports: tmpl.ports, cheapest: -1,
+	}
+	c.loc = int32(len(s.m.nodes)) + c.id
+	s.claims = append(s.claims, c)
+	ps := &s.pools[p.idx]
+	if ps.remainingNodes > 0 {
+		ps.remainingNodes--
+		ps.version++
+	}
+	return c
+}
+
+// commitClaim adds a pod to a claim according to plan.
+func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
+	if c.cheapest >= 0 {
+		s.unindex(c)
+	}
+	old := c.reqs
+	c.reqs = plan.reqs
+	c.pairs, c.allPairs = plan.pairs, plan.allPairs
+	if &plan.reqMask[0] != &c.reqMask[0] {
+		c.reqMask.CopyFrom(plan.reqMask)
+	}
+	c.options.CopyFrom(plan.options)
+	c.requests.Add(pi.req)
+	c.cheapest, c.price = plan.cheapest, plan.price
+	c.relaxed = c.relaxed || plan.relaxed
+	c.slack = slices.Clone(c.pool.effAlloc[c.cheapest])
+	c.slack.Sub(c.requests)
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		if _, now := r.single(); !now {
+			continue
+		}
+		if o, had := old.get(r.key); had {
+			if _, was := o.single(); was {
+				continue
+			}
+		}
+		s.settle(c, r.key)
+	}
+	c.pods = append(c.pods, pi)
+	if len(v.sig.ports) > 0 {
+		c.ports = append(slices.Clone(c.ports), v.sig.ports...)
+	}
+	s.recordClaim(pi, c)
+	s.index(c)
+	s.reserve(c)
+	pi.node = -1
+}
+
+// settle counts the claim's pods into the groups on key now that the claim's
+// domain for key is decided.
+func (s *solve) settle(c *claim, key int32) {
+	for _, q := range c.pods {
+		for _, id := range s.selectedBy(q.sig) {
+			t := s.tg(id)
+			if t.key != key || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
+				continue
+			}
+			if slot, ok := s.claimSlot(c, t); ok {
+				s.addCount(t, slot, 1, false)
+			}
+		}
+		for _, id := range q.sig.ownsAnti {
+			if t := s.tg(id); t.key == key {
+				if slot, ok := s.claimSlot(c, t); ok {
+					s.addCount(t, slot, 1, true)
+				}
+			}
+		}
+	}
+}
+
+// recordClaim counts a pod placed on a claim. Where the claim's domain is
+// still open the pod is counted once it is decided (settle); anti-affinity
+// meanwhile treats every domain the claim could take as occupied.
+func (s *solve) recordClaim(pi *podInfo, c *claim) {
+	for _, id := range s.selectedBy(pi.sig) {
+		t := s.tg(id)
+		slot, ok := s.claimSlot(c, t)
+		if !ok {
+			if t.kind == tgAnti && !slices.Contains(s.floating[t.id], c) {
+				s.floating[t.id] = append(s.floating[t.id], c)
+			}
+			continue
+		}
+		if t.kind == tgSpread && !s.claimPassesFilter(t, c) {
+			continue
+		}
+		s.addCount(t, slot, 1, false)
+	}
+	for _, id := range pi.sig.ownsAnti {
+		t := s.tg(id)
+		if slot, ok := s.claimSlot(c, t); ok {
+			s.addCount(t, slot, 1, true)
+		}
+	}
+}
+
+// claimPassesFilter reports whether a claim's node would count for a spread
+// constraint with nodeAffinityPolicy or nodeTaintsPolicy Honor.
+func (s *solve) claimPassesFilter(t *tg, c *claim) bool {
+	if t.honorTaints {
+		if _, ok := tolerates(t.filterTolerations, c.pool.taints, false); !ok {
+			return false
+		}
+	}
+	if !t.honorAffinity || len(t.filterAlts) == 0 {
+		return true
+	}
+	for _, alt := range t.filterAlts {
+		ok := true
+		for i := range alt {
+			e, has := c.reqs.get(alt[i].key)
+			if !has {
+				continue
+			}
+			if x := intersect(s.vals, e, &alt[i]); !x.satisfiable() {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// reserve holds, against the pool's limits, the largest capacity among the
+// claim's options: the provider may launch any of them.
+func (s *solve) reserve(c *claim) {
+	p := c.pool
+	ps := &s.pools[p.idx]
+	if ps.remaining == nil {
+		return
+	}
+	need := s.m.res.New()
+	for t := c.options.First(); t >= 0; t = c.options.Next(t + 1) {
+		need.Max(p.capacity[t])
+	}
+	if c.reserved == nil {
+		c.reserved = s.m.res.New()
+	}
+	if slices.Equal(need, c.reserved) {
+		return
+	}
+	for d, l := range p.limits {
+		if l >= 0 {
+			ps.remaining[d] += c.reserved[d] - need[d]
+		}
+	}
+	copy(c.reserved, need)
+	ps.version++
+}
+
+func slackLess(a, b *claim) int {
+	return cmp.Or(cmp.Compare(a.slack[resources.CPU], b.slack[resources.CPU]), cmp.Compare(a.id, b.id))
+}
+
+func (s *solve) index(c *claim) {
+	i, _ := slices.BinarySearchFunc(s.bySlack, c, slackLess)
+	s.bySlack = slices.Insert(s.bySlack, i, c)
+}
+
+func (s *solve) unindex(c *claim) {
+	i, ok := slices.BinarySearchFunc(s.bySlack, c, slackLess)
+	if ok {
+		s.bySlack = slices.Delete(s.bySlack, i, i+1)
+	}
+}
