@@ -115,7 +115,9 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 // nothing to do) and the NodePools it used, by name.
 func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string]*v1.NodePool, error) {
 	start := p.clock.Now()
-	defer func() { p.metrics.SchedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds()) }()
+	defer func() {
+		p.metrics.SchedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
+	}()
 
 	// 1. NodePools that may launch, with their instance types.
 	pools, byName, err := p.nodePools(ctx)

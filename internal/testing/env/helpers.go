@@ -161,4 +161,6 @@ func (e *Environment) DeleteAll(t testing.TB, list client.ObjectList, objs func(
 }
 
 // Describe formats an object reference for failure messages.
-func Describe(obj client.Object) string { return fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj)) }
+func Describe(obj client.Object) string {
+	return fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+}

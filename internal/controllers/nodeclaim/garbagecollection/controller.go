@@ -35,7 +35,9 @@ type Options struct {
 }
 
 // DefaultOptions collect every two minutes, sparing instances younger than 30 s.
-func DefaultOptions() Options { return Options{Period: 2 * time.Minute, MinInstanceAge: 30 * time.Second} }
+func DefaultOptions() Options {
+	return Options{Period: 2 * time.Minute, MinInstanceAge: 30 * time.Second}
+}
 
 // Controller is the garbage-collection loop.
 type Controller struct {

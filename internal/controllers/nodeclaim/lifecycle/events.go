@@ -26,7 +26,7 @@ func launchFailedEvent(nc *v1.NodeClaim, reason, message string) events.Event {
 
 func unregisteredTaintMissingEvent(node *corev1.Node) events.Event {
 	return events.Event{InvolvedObject: node, Type: corev1.EventTypeWarning, Reason: "UnregisteredTaintMissing",
-		Message: fmt.Sprintf("Missing %s taint which prevents pods from scheduling before the node is registered", v1.UnregisteredTaintKey),
+		Message:      fmt.Sprintf("Missing %s taint which prevents pods from scheduling before the node is registered", v1.UnregisteredTaintKey),
 		DedupeValues: []string{string(node.UID)}}
 }
 
