@@ -35,23 +35,25 @@ type Options struct {
 }
 
 // envNames maps flags to the environment variables that may set them.
-var envNames = map[string]string{
-	"kubeconfig":                "KUBECONFIG",
-	"metrics-port":              "METRICS_PORT",
-	"health-probe-port":         "HEALTH_PROBE_PORT",
-	"log-level":                 "LOG_LEVEL",
-	"log-format":                "LOG_FORMAT",
-	"leader-elect":              "LEADER_ELECT",
-	"leader-election-namespace": "LEADER_ELECTION_NAMESPACE",
-	"leader-election-name":      "LEADER_ELECTION_NAME",
-	"kube-client-qps":           "KUBE_CLIENT_QPS",
-	"kube-client-burst":         "KUBE_CLIENT_BURST",
-	"batch-idle-duration":       "BATCH_IDLE_DURATION",
-	"batch-max-duration":        "BATCH_MAX_DURATION",
-	"preference-policy":         "PREFERENCE_POLICY",
-	"min-values-policy":         "MIN_VALUES_POLICY",
-	"registration-timeout":      "REGISTRATION_TIMEOUT",
-	"feature-gates":             "FEATURE_GATES",
+func envNames() map[string]string {
+	return map[string]string{
+		"kubeconfig":                "KUBECONFIG",
+		"metrics-port":              "METRICS_PORT",
+		"health-probe-port":         "HEALTH_PROBE_PORT",
+		"log-level":                 "LOG_LEVEL",
+		"log-format":                "LOG_FORMAT",
+		"leader-elect":              "LEADER_ELECT",
+		"leader-election-namespace": "LEADER_ELECTION_NAMESPACE",
+		"leader-election-name":      "LEADER_ELECTION_NAME",
+		"kube-client-qps":           "KUBE_CLIENT_QPS",
+		"kube-client-burst":         "KUBE_CLIENT_BURST",
+		"batch-idle-duration":       "BATCH_IDLE_DURATION",
+		"batch-max-duration":        "BATCH_MAX_DURATION",
+		"preference-policy":         "PREFERENCE_POLICY",
+		"min-values-policy":         "MIN_VALUES_POLICY",
+		"registration-timeout":      "REGISTRATION_TIMEOUT",
+		"feature-gates":             "FEATURE_GATES",
+	}
 }
 
 // AddFlags registers the options' flags with their defaults.
@@ -81,8 +83,9 @@ func ApplyEnvironment(fs *pflag.FlagSet, lookup func(string) (string, bool)) err
 		lookup = os.LookupEnv
 	}
 	var errs []error
+	names := envNames()
 	fs.VisitAll(func(f *pflag.Flag) {
-		env, ok := envNames[f.Name]
+		env, ok := names[f.Name]
 		if !ok || f.Changed {
 			return
 		}
