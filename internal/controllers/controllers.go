@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	clustermetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/cluster"
+	podmetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/pod"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/hash"
@@ -66,6 +68,8 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		readiness.NewController(d.Clock, d.KubeClient, d.CloudProvider),
 		hash.NewController(d.KubeClient),
 		status.NewController(d.KubeClient, d.Metrics),
+		podmetrics.NewController(d.KubeClient, d.Metrics),
+		clustermetrics.NewController(d.Clock, d.KubeClient, d.Cluster, d.Metrics),
 	)
 }
 
