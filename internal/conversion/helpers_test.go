@@ -1,0 +1,19 @@
+package conversion
+
+import (
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+// cmpOptions make cmp.Diff readable for API objects: quantities by value,
+// durations by text, nil and empty collections alike.
+func cmpOptions() []cmp.Option {
+	return []cmp.Option{
+		cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
+		cmp.Transformer("NillableDuration", func(d v1.NillableDuration) string { return d.String() }),
+		cmpopts.EquateEmpty(),
+	}
+}
