@@ -1,6 +1,8 @@
 package conversion
 
 import (
+	"testing"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,5 +17,18 @@ func cmpOptions() []cmp.Option {
 		cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
 		cmp.Transformer("NillableDuration", func(d v1.NillableDuration) string { return d.String() }),
 		cmpopts.EquateEmpty(),
+	}
+}
+
+// checkErr fails t unless err's text is want ("" means no error).
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case err == nil && want != "":
+		t.Fatalf("got no error, want %q", want)
+	case err != nil && want == "":
+		t.Fatalf("unexpected error: %v", err)
+	case err != nil && err.Error() != want:
+		t.Fatalf("got error %q, want %q", err, want)
 	}
 }
