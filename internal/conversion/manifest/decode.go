@@ -160,6 +160,9 @@ func (c *converter) addLegacy(it *item, r legacyResult, o *object) {
 		c.warn(it.doc, "%s", w)
 	}
 	for _, note := range applyRenames(o.obj) {
+		if path, rest, ok := strings.Cut(note, ": "); ok {
+			note = o.paths(path) + ": " + rest
+		}
 		c.warn(it.doc, "%s", note)
 	}
 	m, err := toMap(o.obj)

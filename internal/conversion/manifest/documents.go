@@ -34,6 +34,9 @@ type document struct {
 	lineOffset int
 	typeMeta   metav1.TypeMeta
 	name       string
+	// pos is the position of the document among all documents of the
+	// conversion, for ordering warnings.
+	pos int
 }
 
 // chunk is the text of one YAML document and the line of the input it
@@ -102,17 +105,7 @@ func parseChunk(source string, index int, c chunk) ([]*document, error) {
 	data, err := sigsyaml.YAMLToJSONStrict(c.text)
 	contentLine := c.line + max(firstContentLine(c.text), 0)
 	if err != nil {
-		yamlLine := regexp.MustCompile(`line (\d+)`)
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		line := contentLine
-		// go-yaml counts lines from the document's first line.
-		if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
-			n, _ := strconv.Atoi(msg[m[2]:m[3]])
-			line = c.line + n - 1
-			msg = msg[:m[0]] + "line " + strconv.Itoa(line) + msg[m[1]:]
-		}
-		return nil, &DocumentError{Source: source, Index: index, Line: line, Err: fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(msg, "line "+strconv.Itoa(line)+": "))}
+		return nil, yamlError(source, index, contentLine, c.line, err)
 	}
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return nil, nil
@@ -146,6 +139,22 @@ func parseChunk(source string, index int, c chunk) ([]*document, error) {
 		docs = append(docs, d)
 	}
 	return docs, nil
+}
+
+// yamlError reports a document that is not YAML, at the line go-yaml names
+// (counted from the document's first line, start) and with go-yaml's message
+// stripped of its prefixes.
+func yamlError(source string, index, contentLine, start int, err error) error {
+	msg := err.Error()
+	for _, prefix := range []string{"error converting YAML to JSON: ", "yaml: ", "unmarshal errors:"} {
+		msg = strings.TrimSpace(strings.TrimPrefix(msg, prefix))
+	}
+	line := contentLine
+	if m := regexp.MustCompile(`^line (\d+): `).FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		line, msg = start+n-1, msg[len(m[0]):]
+	}
+	return &DocumentError{Source: source, Index: index, Line: line, Err: fmt.Errorf("not valid YAML: %s", msg)}
 }
 
 // readTypeMeta fills typeMeta and name from the document's JSON; documents
@@ -199,7 +208,7 @@ func (d *document) lineOf(path string) int {
 		if next == nil {
 			break
 		}
-		if next.Kind == yaml.SequenceNode || next.Kind == yaml.MappingNode || node.Kind == yaml.SequenceNode {
+		if node.Kind == yaml.SequenceNode {
 			line = next.Line + d.lineOffset
 		}
 		node = next

@@ -87,14 +87,14 @@ func decodeStrict(data []byte, into any, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(join(path, m[2]), m[1]+" field"))
 			continue
 		}
-		errs = append(errs, field.Invalid(path, nil, e.Error()))
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, e.Error()))
 	}
 	if err != nil {
 		typed := regexp.MustCompile(`^json: cannot unmarshal (\S+) into Go struct field [^.]*\.(\S+) of type (\S+)$`)
 		if m := typed.FindStringSubmatch(err.Error()); m != nil {
-			errs = append(errs, field.TypeInvalid(join(path, m[2]), nil, fmt.Sprintf("must be %s, not %s", m[3], m[1])))
+			errs = append(errs, field.TypeInvalid(join(path, m[2]), field.OmitValueType{}, fmt.Sprintf("must be %s, not %s", m[3], m[1])))
 		} else {
-			errs = append(errs, field.Invalid(path, nil, err.Error()))
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, err.Error()))
 		}
 	}
 	return errs

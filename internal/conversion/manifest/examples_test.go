@@ -23,7 +23,7 @@ func TestExamples(t *testing.T) {
 		// Upstream writes group: karpenter.k8s.aws/v1, which the v1 CRD rejects.
 		"v1/windows-custom-userdata.yaml": `document 1 (line 32): NodePool "windows2022": spec.template.spec.nodeClassRef.group: Invalid value: "karpenter.k8s.aws/v1"`,
 		// v1beta1 has no Windows2025.
-		"v1/windows-2025.yaml": `document 2 (line 40): EC2NodeClass "windows2025": spec.amiFamily: cannot be represented as karpenter.k8s.aws/v1beta1 EC2NodeClass: Unsupported value: "Windows2025"`,
+		"v1/windows-2025.yaml": `document 2 (line 39): EC2NodeClass "windows2025": spec.amiFamily: cannot be represented as karpenter.k8s.aws/v1beta1 EC2NodeClass: Unsupported value: "Windows2025"`,
 		// v1beta1 Custom needs terms; the alias has no v1beta1 form.
 		"v1/custom-family-with-alias.yaml": `EC2NodeClass "custom-family": spec: cannot be represented as karpenter.k8s.aws/v1beta1 EC2NodeClass: Invalid value: amiSelectorTerms is required when amiFamily == 'Custom'`,
 	}

@@ -3,6 +3,7 @@ package manifest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -59,3 +60,5 @@ func convert(t *testing.T, opts Options, inputs ...Input) (Result, error) {
 	}
 	return c.ConvertAll(inputs, opts)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

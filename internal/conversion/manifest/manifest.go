@@ -2,8 +2,10 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -107,7 +109,14 @@ type converter struct {
 	schemas  *schemas
 	convert  conversion.Converter
 	items    []*item
-	warnings []string
+	warnings []warning
+}
+
+// warning is a warning and the position of its document in the input, by
+// which warnings are sorted so that each document's stay together.
+type warning struct {
+	pos  int
+	text string
 }
 
 // item is one document of the input and what it becomes.
@@ -141,7 +150,7 @@ func (c *converter) warn(d *document, format string, args ...any) {
 	if d.typeMeta.Kind != "" {
 		where += fmt.Sprintf(": %s %q", d.typeMeta.Kind, d.name)
 	}
-	c.warnings = append(c.warnings, where+": "+fmt.Sprintf(format, args...))
+	c.warnings = append(c.warnings, warning{pos: d.pos, text: where + ": " + fmt.Sprintf(format, args...)})
 }
 
 func (c *converter) run(inputs []Input) (Result, error) {
@@ -153,6 +162,7 @@ func (c *converter) run(inputs []Input) (Result, error) {
 				continue
 			}
 			for _, d := range docs {
+				d.pos = len(c.items)
 				c.items = append(c.items, c.decode(d))
 			}
 		}
@@ -182,9 +192,12 @@ func (c *converter) run(inputs []Input) (Result, error) {
 			}
 		}
 	}
-	result.Warnings = c.warnings
+	slices.SortStableFunc(c.warnings, func(a, b warning) int { return cmp.Compare(a.pos, b.pos) })
+	for _, w := range c.warnings {
+		result.Warnings = append(result.Warnings, w.text)
+	}
 	if len(errs) > 0 && !c.opts.ContinueOnError {
-		return Result{Warnings: c.warnings}, errors.Join(errs...)
+		return Result{Warnings: result.Warnings}, errors.Join(errs...)
 	}
 	result.Output = bytes.Join(out, []byte("---\n"))
 	return result, errors.Join(errs...)
