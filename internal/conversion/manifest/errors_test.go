@@ -74,6 +74,10 @@ func TestBadInput(t *testing.T) {
 			input:   "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata:\n  name: bad\nspec:\n  securityGroupSelector: {a: b}\n",
 			wantErr: []string{`in.yaml: document 2 (line 14): AWSNodeTemplate "bad": spec.subnetSelector: Required value`},
 		},
+		"a selector that expands to too many terms": {
+			input:   "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata:\n  name: bad\nspec:\n  subnetSelector: {a: \"1,2,3,4,5,6\", b: \"1,2,3,4,5,6\"}\n  securityGroupSelector: {a: b}\n",
+			wantErr: []string{`in.yaml: document 2 (line 15): AWSNodeTemplate "bad": spec.subnetSelector: Too many: 31: expands to more than 30 selector terms`},
+		},
 		"a v1beta1 NodePool breaking a CEL rule": {
 			input: "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata:\n  name: bad\nspec:\n  disruption:\n    consolidationPolicy: WhenEmpty\n" +
 				"  template:\n    spec:\n      nodeClassRef: {name: default}\n      requirements: []\n",

@@ -171,6 +171,7 @@ func (c *converter) run(inputs []Input) (Result, error) {
 	if c.opts.To == TargetV1 {
 		c.moveKubelet()
 	}
+	c.warnDuplicates()
 	for _, it := range c.items {
 		c.serialize(it)
 	}
@@ -201,6 +202,26 @@ func (c *converter) run(inputs []Input) (Result, error) {
 	}
 	result.Output = bytes.Join(out, []byte("---\n"))
 	return result, errors.Join(errs...)
+}
+
+// warnDuplicates warns when two converted objects have the same kind and
+// name (an inline provider named like an AWSNodeTemplate, say): applying the
+// output would let the later replace the earlier.
+func (c *converter) warnDuplicates() {
+	first := map[string]*document{}
+	for _, it := range c.items {
+		if it.err != nil || it.passThrough {
+			continue
+		}
+		for _, o := range it.objects {
+			key := o.obj.GetObjectKind().GroupVersionKind().Kind + "/" + objectMeta(o.obj).Name
+			if d, ok := first[key]; ok {
+				c.warn(it.doc, "converts to %s, like %s document %d: applying both keeps only the later", key, d.source, d.index)
+				continue
+			}
+			first[key] = it.doc
+		}
+	}
 }
 
 // passThroughYAML is the document as written, or for a List item its YAML.

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -23,6 +24,11 @@ const (
 	keyAMIOwners = "aws::owners"
 )
 
+// maxTerms is the most selector terms the v1beta1 and v1 CRDs accept. A
+// selector that expands to more is an error, caught before the expansion
+// (whose size is the product of the value counts) is built.
+const maxTerms = 30
+
 // splitList splits a comma-separated selector value, trimming spaces and
 // dropping empty parts.
 func splitList(v string) []string {
@@ -35,9 +41,38 @@ func splitList(v string) []string {
 	return out
 }
 
+// combinations is how many terms a selector expands to: the product of the
+// number of values of each key, capped just above maxTerms.
+func combinations(counts ...int) int {
+	n := 1
+	for _, c := range counts {
+		n *= max(c, 1)
+		if n > maxTerms {
+			return maxTerms + 1
+		}
+	}
+	return n
+}
+
+// tagCounts returns the number of values of each tag.
+func tagCounts(tags map[string]string) []int {
+	var counts []int
+	for _, v := range tags {
+		counts = append(counts, len(splitList(v)))
+	}
+	return counts
+}
+
+// tooMany reports a selector that expands to more terms than the API accepts.
+func tooMany(path *field.Path, r *legacyResult) {
+	r.errs = append(r.errs, field.TooMany(path, maxTerms+1, maxTerms))
+	r.errs[len(r.errs)-1].Detail = fmt.Sprintf("expands to more than %d selector terms (one per combination of comma-separated values), more than the API accepts", maxTerms)
+}
+
 // expandTags turns a tag selector whose values may be comma-separated lists
 // into every single-valued combination: keys in sorted order, the first key
-// varying fastest (karpenter-convert's order). Nil for no tags.
+// varying fastest (karpenter-convert's order). Nil for no tags. Callers check
+// combinations first.
 func expandTags(tags map[string]string) []map[string]string {
 	if len(tags) == 0 {
 		return nil
@@ -111,6 +146,10 @@ func subnetTerms(selector map[string]string, path *field.Path, r *legacyResult) 
 		idsOnly(path, slices.Collect(maps.Keys(tags)), r)
 		return terms
 	}
+	if combinations(tagCounts(tags)...) > maxTerms {
+		tooMany(path, r)
+		return nil
+	}
 	for _, t := range expandTags(tags) {
 		terms = append(terms, awsv1.SubnetSelectorTerm{Tags: t})
 	}
@@ -126,6 +165,10 @@ func securityGroupTerms(selector map[string]string, path *field.Path, r *legacyR
 		}
 		idsOnly(path, slices.Collect(maps.Keys(tags)), r)
 		return terms
+	}
+	if combinations(tagCounts(tags)...) > maxTerms {
+		tooMany(path, r)
+		return nil
 	}
 	for _, t := range expandTags(tags) {
 		terms = append(terms, awsv1.SecurityGroupSelectorTerm{Tags: t})
@@ -147,6 +190,10 @@ func amiTerms(selector map[string]string, path *field.Path, r *legacyResult) []a
 		return terms
 	}
 	if len(selector) == 0 {
+		return nil
+	}
+	if combinations(append(tagCounts(tags), len(filters[keyAMIOwners]), len(filters[keyAMIName]))...) > maxTerms {
+		tooMany(path, r)
 		return nil
 	}
 	owners, names, tagSets := filters[keyAMIOwners], filters[keyAMIName], expandTags(tags)
