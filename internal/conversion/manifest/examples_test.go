@@ -79,6 +79,7 @@ func TestExamplesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	semantic := conversion.Semantic()
+	tripped := 0
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -125,6 +126,11 @@ func TestExamplesRoundTrip(t *testing.T) {
 			if !semantic.DeepEqual(obj, back) {
 				t.Errorf("%s: %s did not round-trip through %s:\n%s", file, gvk.Kind, other, cmp.Diff(obj, back, cmpOpts()...))
 			}
+			tripped++
 		}
 	}
+	if tripped < 80 {
+		t.Errorf("round-tripped %d example objects, want every valid one (more than 80)", tripped)
+	}
+	t.Logf("round-tripped %d example objects", tripped)
 }
