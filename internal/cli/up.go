@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
 	"time"
 
@@ -27,11 +28,11 @@ type UpOptions struct {
 	// KubeconfigOut, when set, also writes the admin kubeconfig there.
 	KubeconfigOut string
 
-	Streams IOStreams
+	Streams genericiooptions.IOStreams
 }
 
 // NewUpCommand builds `dovetail up`.
-func NewUpCommand(streams IOStreams) *cobra.Command {
+func NewUpCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpOptions{Streams: streams}
 	cmd := &cobra.Command{
 		Use:   "up",
