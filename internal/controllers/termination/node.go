@@ -160,8 +160,9 @@ func (c *NodeController) finalize(ctx context.Context, node *corev1.Node) (recon
 
 	// 3. A NotReady node whose instance the provider no longer has cannot
 	// be drained: its pods are already dead. A Ready node is drained even
-	// then, since its kubelet is evidently running somewhere.
-	if !isReady(node) && node.Spec.ProviderID != "" {
+	// then, since its kubelet is evidently running somewhere. Once we have
+	// terminated the instance ourselves, step 7 sees it through.
+	if !isReady(node) && node.Spec.ProviderID != "" && !instanceTerminating(nodeClaim) {
 		_, err := c.cloudProvider.Get(ctx, node.Spec.ProviderID)
 		if cloudprovider.IsNodeClaimNotFoundError(err) {
 			log.FromContext(ctx).V(0).Info("Instance of NotReady Node is gone, not draining")
@@ -232,6 +233,11 @@ func (c *NodeController) nodeClaimOf(ctx context.Context, node *corev1.Node) (*v
 	default:
 		return nil, reconcile.TerminalError(fmt.Errorf("provider ID %q of node matches %d nodeclaims, expected one", node.Spec.ProviderID, len(nodeClaims)))
 	}
+}
+
+// instanceTerminating reports whether termination already deleted the instance.
+func instanceTerminating(nodeClaim *v1.NodeClaim) bool {
+	return nodeClaim != nil && meta.IsStatusConditionTrue(nodeClaim.Status.Conditions, v1.ConditionTypeInstanceTerminating)
 }
 
 func isReady(node *corev1.Node) bool {

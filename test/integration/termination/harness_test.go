@@ -2,7 +2,6 @@ package termination_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -445,10 +444,14 @@ func (h *harness) expectTerminating(names ...string) {
 		want = []string{}
 	}
 	var got []string
-	h.eventually(fmt.Sprintf("terminating pods %v", want), func() (bool, error) {
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
 		got = h.terminating()
 		return slices.Equal(want, got), nil
-	})
+	}); err != nil {
+		h.t.Fatalf("waiting for terminating pods %v: %v; terminating: %v", want, err, got)
+	}
 }
 
 // expectCondition fails unless the NodeClaim has the condition with the
