@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -75,6 +76,7 @@ type Queue struct {
 	mu      sync.Mutex
 	pending map[Key]request
 	queue   workqueue.TypedRateLimitingInterface[Key] // nil until Start
+	logger  *logr.Logger                              // the manager's, once registered
 }
 
 // NewQueue returns a queue that evicts through kubeClient. The clock drives
@@ -90,6 +92,10 @@ func (q *Queue) Name() string { return "eviction" }
 // Register adds the queue to the manager, which starts it after leader
 // election and stops it on shutdown.
 func (q *Queue) Register(_ context.Context, mgr manager.Manager) error {
+	logger := mgr.GetLogger().WithName(q.Name())
+	q.mu.Lock()
+	q.logger = &logger
+	q.mu.Unlock()
 	if err := mgr.Add(q); err != nil {
 		return fmt.Errorf("adding the eviction queue to the manager: %w", err)
 	}
@@ -139,6 +145,10 @@ func (q *Queue) Start(ctx context.Context) error {
 	})
 	for key := range q.pending {
 		q.queue.Add(key)
+	}
+	if q.logger != nil {
+		// A manager starts runnables without its logger in the context.
+		ctx = log.IntoContext(ctx, *q.logger)
 	}
 	q.mu.Unlock()
 
