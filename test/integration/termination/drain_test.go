@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -248,6 +249,40 @@ func TestLongGracePeriodPodsDeletedEarly(t *testing.T) {
 	if got := medium.DeletionGracePeriodSeconds; got == nil || *got != 300 {
 		t.Errorf("pod medium deleted with grace %v, want its full 300s", got)
 	}
+	h.finish()
+	h.reconcileUntilGone(node, nodeClaim)
+}
+
+// TestPodCoveredByTwoPDBs retries the eviction of a pod that two PDBs
+// select (the API server answers 500) with an event saying why, until one
+// PDB goes.
+func TestPodCoveredByTwoPDBs(t *testing.T) {
+	h := newHarness(t)
+	nodeClaim := h.launch(h.makeNodeClaim("claim").obj())
+	node := h.makeNode(nodeClaim).obj()
+	h.create(node)
+	pod := h.makePod("multi", node.Name).label("app", "multi").obj()
+	h.create(pod)
+	h.markReady(pod)
+	first, second := h.makePDB("first", "multi", 0), h.makePDB("second", "multi", 0)
+	for _, pdb := range []*policyv1.PodDisruptionBudget{first, second} {
+		h.create(pdb)
+		h.syncPDB(pdb)
+	}
+
+	h.startTermination(node)
+	h.reconcileNode(node)
+	h.eventually("the eviction to fail", func() (bool, error) {
+		return testutil.ToFloat64(h.metrics.PodEvictionRequests.WithLabelValues("500")) >= 1, nil
+	})
+	h.expectTerminating()
+	h.expectEvent(eviction.ReasonFailedDraining, node.Name, "covered by more than one PodDisruptionBudget")
+
+	h.delete(second)
+	h.eventually("the retried eviction", func() (bool, error) {
+		h.clock.Step(eviction.MaxDelay)
+		return slices.Equal(h.terminating(), []string{"multi"}), nil
+	})
 	h.finish()
 	h.reconcileUntilGone(node, nodeClaim)
 }
