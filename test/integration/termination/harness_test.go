@@ -279,7 +279,7 @@ func (h *harness) markReady(pods ...*corev1.Pod) {
 		h.get(pod)
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.StartTime = &metav1.Time{Time: h.clock.Now()}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(h.clock.Now())}}
 		if err := h.direct.Status().Update(h.ctx, pod); err != nil {
 			h.t.Fatalf("marking pod %s ready: %v", pod.Name, err)
 		}
