@@ -290,12 +290,15 @@ func (c *NodeController) drain(ctx context.Context, node *corev1.Node, nodeClaim
 	for _, d := range plan.Delete {
 		log.FromContext(ctx).V(1).Info("Deleting pod before the termination deadline", "Pod", klog.KObj(d.Pod),
 			"gracePeriodSeconds", d.GracePeriodSeconds, "terminationTime", deadline.UTC().Format(time.RFC3339))
-		c.recorder.Publish(podDisruptedEvent(d.Pod, d.GracePeriodSeconds, *deadline))
 		err := c.kubeClient.Delete(ctx, d.Pod, client.GracePeriodSeconds(d.GracePeriodSeconds), client.Preconditions{UID: &d.Pod.UID})
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return reconcile.Result{}, fmt.Errorf("deleting pod %s: %w", klog.KObj(d.Pod), err)
 		}
-		if err == nil && !drain.IsTerminating(d.Pod) {
+		if err != nil {
+			continue // gone, or replaced by a pod of the same name
+		}
+		c.recorder.Publish(podDisruptedEvent(d.Pod, d.GracePeriodSeconds, *deadline))
+		if !drain.IsTerminating(d.Pod) {
 			c.metrics.PodsDrained.WithLabelValues(reason).Inc()
 		}
 	}
