@@ -1,6 +1,7 @@
 // Package indexes registers the cache field indexes that several controllers
-// query: pods by the node they run on, and Nodes and NodeClaims by provider
-// ID. Registering them in one place, once, avoids conflicting registrations.
+// query: pods and VolumeAttachments by node, Nodes and NodeClaims by provider
+// ID, NodeClaims by NodePool. Registering them in one place, once, avoids
+// conflicting registrations.
 package indexes
 
 import (
@@ -8,6 +9,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -19,6 +21,9 @@ const (
 	NodeProviderID        = "spec.providerID"
 	NodeClaimProviderID   = "status.providerID"
 	NodeClaimNodePoolName = "metadata.labels.nodepool"
+	// VolumeAttachmentNodeName is the name of the API server's own field
+	// selector, so the same List works against the cache and the API server.
+	VolumeAttachmentNodeName = "spec.nodeName"
 )
 
 // Setup registers every index with the manager's field indexer.
@@ -32,6 +37,9 @@ func Setup(ctx context.Context, indexer client.FieldIndexer) error {
 		{&corev1.Node{}, NodeProviderID, func(o client.Object) []string { return nonEmpty(o.(*corev1.Node).Spec.ProviderID) }},
 		{&v1.NodeClaim{}, NodeClaimProviderID, func(o client.Object) []string { return nonEmpty(o.(*v1.NodeClaim).Status.ProviderID) }},
 		{&v1.NodeClaim{}, NodeClaimNodePoolName, func(o client.Object) []string { return nonEmpty(o.GetLabels()[v1.NodePoolLabelKey]) }},
+		{&storagev1.VolumeAttachment{}, VolumeAttachmentNodeName, func(o client.Object) []string {
+			return nonEmpty(o.(*storagev1.VolumeAttachment).Spec.NodeName)
+		}},
 	} {
 		if err := indexer.IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", idx.obj, idx.field, err)
