@@ -28,10 +28,11 @@
 //   - with no delay, Create writes the Node with that annotation and kwok
 //     makes it Ready at once;
 //   - with a delay, Create writes the Node without it, with the time it may
-//     register in RegisterAfterAnnotationKey and with the not-ready taint
-//     that keeps pods off a booting node. The RegistrationController
-//     requeues the Node until that time, then adds the kwok annotation and
-//     removes the taint in one patch.
+//     register in RegisterAfterAnnotationKey and a Ready=False condition, as
+//     a booting kubelet reports. The RegistrationController requeues the
+//     Node until that time, then adds the kwok annotation; kwok makes it
+//     Ready. While Ready is False, the node lifecycle controller keeps the
+//     node.kubernetes.io/not-ready:NoSchedule taint that keeps pods off.
 //
 // The time lives on the Node, not in a goroutine or in memory, so a
 // controller that restarts (or another replica) finishes the registration.

@@ -1,6 +1,7 @@
 package kwok
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -12,12 +13,12 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
-// notReadyTaint is what keeps pods off a Node that is still "booting": the
-// taint a kubelet's node reports until it is Ready. The registration
-// controller removes it when it hands the Node to kwok.
-func notReadyTaint() corev1.Taint {
-	return corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
-}
+// Reason and message of the Ready=False condition of a Node that is still
+// "booting", the way a kubelet reports a node whose runtime is not ready.
+const (
+	bootingReason  = "KubeletNotReady"
+	bootingMessage = "simulated instance is booting; kwok takes over at %s"
+)
 
 // newNode builds the Node of a claim's instance, launched at now.
 //
@@ -29,8 +30,12 @@ func notReadyTaint() corev1.Taint {
 // startup taints. Capacity and allocatable come from the instance type.
 //
 // With no registration delay the Node carries the kwok annotation at once.
-// Otherwise it carries RegisterAfterAnnotationKey = now + delay and the
-// not-ready taint, and the registration controller hands it to kwok then.
+// Otherwise it carries RegisterAfterAnnotationKey = now + delay and a
+// Ready=False condition, and the registration controller hands it to kwok
+// then. The condition keeps pods off the booting Node: the node lifecycle
+// controller keeps the node.kubernetes.io/not-ready:NoSchedule taint (which
+// the API server's admission puts on every new Node) while Ready is False,
+// and would remove it from a Node without conditions.
 func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Requirements, chosen candidate, partition string, now time.Time, registrationDelay time.Duration) *corev1.Node {
 	it, offering := chosen.instanceType, chosen.offering
 	name := nodeClaim.Name
@@ -44,13 +49,22 @@ func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Re
 	labels[PartitionLabelKey] = partition
 
 	annotations := map[string]string{NodeClassAnnotationKey: nodeClassName}
-	taints := []corev1.Taint{v1.UnregisteredNoExecuteTaint()}
+	var conditions []corev1.NodeCondition
 	if registrationDelay > 0 {
-		annotations[RegisterAfterAnnotationKey] = now.Add(registrationDelay).UTC().Format(time.RFC3339Nano)
-		taints = append(taints, notReadyTaint())
+		registerAfter := now.Add(registrationDelay).UTC().Format(time.RFC3339Nano)
+		annotations[RegisterAfterAnnotationKey] = registerAfter
+		conditions = []corev1.NodeCondition{{
+			Type:               corev1.NodeReady,
+			Status:             corev1.ConditionFalse,
+			Reason:             bootingReason,
+			Message:            fmt.Sprintf(bootingMessage, registerAfter),
+			LastHeartbeatTime:  metav1.NewTime(now),
+			LastTransitionTime: metav1.NewTime(now),
+		}}
 	} else {
 		annotations[KwokNodeAnnotationKey] = KwokNodeAnnotationValue
 	}
+	taints := []corev1.Taint{v1.UnregisteredNoExecuteTaint()}
 	for _, t := range slices.Concat(nodeClaim.Spec.Taints, nodeClaim.Spec.StartupTaints) {
 		if !hasTaint(taints, t) {
 			taints = append(taints, t)
@@ -60,6 +74,7 @@ func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Re
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{ProviderID: ProviderIDPrefix + name, Taints: taints},
 		Status: corev1.NodeStatus{
+			Conditions:  conditions,
 			Capacity:    it.Capacity.DeepCopy(),
 			Allocatable: it.Allocatable().DeepCopy(),
 			NodeInfo: corev1.NodeSystemInfo{

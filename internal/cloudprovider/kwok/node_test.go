@@ -1,6 +1,7 @@
 package kwok
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ func TestNewNode(t *testing.T) {
 		delay           time.Duration
 		wantAnnotations map[string]string
 		wantTaints      []corev1.Taint
+		wantReady       string
 	}{
 		"no registration delay: kwok manages it at once": {
 			wantAnnotations: map[string]string{NodeClassAnnotationKey: "default", KwokNodeAnnotationKey: KwokNodeAnnotationValue},
@@ -76,7 +78,8 @@ func TestNewNode(t *testing.T) {
 		"registration delay: not-ready until the registration time": {
 			delay:           90 * time.Second,
 			wantAnnotations: map[string]string{NodeClassAnnotationKey: "default", RegisterAfterAnnotationKey: "2030-01-02T03:05:35Z"},
-			wantTaints:      append([]corev1.Taint{baseTaints[0], notReadyTaint()}, baseTaints[1:]...),
+			wantTaints:      baseTaints,
+			wantReady:       "False KubeletNotReady simulated instance is booting; kwok takes over at 2030-01-02T03:05:35Z",
 		},
 	}
 	for name, tc := range cases {
@@ -91,6 +94,15 @@ func TestNewNode(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantTaints, node.Spec.Taints); diff != "" {
 				t.Errorf("taints (-want +got):\n%s", diff)
+			}
+			var ready string
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					ready = fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
+				}
+			}
+			if ready != tc.wantReady {
+				t.Errorf("Ready condition = %q, want %q", ready, tc.wantReady)
 			}
 			before := testClaim()
 			if diff := cmp.Diff([]any{before.Labels, before.Spec.Taints, before.Spec.StartupTaints}, []any{claim.Labels, claim.Spec.Taints, claim.Spec.StartupTaints}); diff != "" {

@@ -18,8 +18,8 @@ import (
 )
 
 // RegistrationController hands a launched Node to kwok once its registration
-// delay has passed: it adds the kwok annotation (kwok then makes the Node
-// Ready) and removes the not-ready taint the Node was launched with. The
+// delay has passed: it adds the kwok annotation, and kwok makes the Node
+// Ready (replacing the Ready=False condition it was launched with). The
 // time lives in the Node's RegisterAfterAnnotationKey annotation, so a
 // restarted controller picks up where the old one stopped. It serves every
 // partition.
@@ -73,14 +73,12 @@ func (c *RegistrationController) Reconcile(ctx context.Context, node *corev1.Nod
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	// 3. Hand it over: kwok manages annotated Nodes and makes them Ready.
-	// The optimistic lock keeps taints that others change meanwhile.
 	patched := node.DeepCopy()
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
 	patched.Annotations[KwokNodeAnnotationKey] = KwokNodeAnnotationValue
-	patched.Spec.Taints = withoutTaint(patched.Spec.Taints, notReadyTaint())
-	if err := c.kubeClient.Patch(ctx, patched, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := c.kubeClient.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("handing node %s to kwok: %w", node.Name, err))
 	}
 	logger.V(1).Info("Registered node with kwok", "register-after", value)
@@ -90,15 +88,4 @@ func (c *RegistrationController) Reconcile(ctx context.Context, node *corev1.Nod
 // handedToKwok reports whether kwok manages the Node.
 func handedToKwok(o client.Object) bool {
 	return o.GetAnnotations()[KwokNodeAnnotationKey] == KwokNodeAnnotationValue
-}
-
-// withoutTaint returns taints without those matching t's key and effect.
-func withoutTaint(taints []corev1.Taint, t corev1.Taint) []corev1.Taint {
-	out := make([]corev1.Taint, 0, len(taints))
-	for _, have := range taints {
-		if !have.MatchTaint(&t) {
-			out = append(out, have)
-		}
-	}
-	return out
 }
