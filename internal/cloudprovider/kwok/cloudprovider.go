@@ -114,9 +114,12 @@ func (c *CloudProvider) SetInsufficientCapacity(fail func(OfferingID) bool) {
 // Partition returns the partition whose Nodes the provider launches and reports.
 func (c *CloudProvider) Partition() string { return c.partition }
 
-// Delete deletes the claim's Node. It returns a NodeClaimNotFoundError once
-// the Node is gone or being deleted, which is at once unless the delete call
-// fails: a Node with a deletionTimestamp no longer counts as an instance.
+// Delete terminates the claim's instance: it deletes its Node. It returns a
+// NodeClaimNotFoundError once the Node is gone or being deleted, which is at
+// once unless the delete call fails: a Node with a deletionTimestamp no
+// longer counts as an instance. An instance still booting has no Node; its
+// claim is being deleted (that is when the core calls Delete), and the
+// RegistrationController creates no Node for such a claim, so it is gone too.
 func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
 	name, ok := nodeName(nodeClaim.Status.ProviderID)
 	if !ok {
@@ -134,38 +137,68 @@ func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) err
 	return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s terminated", nodeClaim.Status.ProviderID))
 }
 
-// Get returns a claim describing the instance with the given provider ID, or
-// a NodeClaimNotFoundError if there is no such Node in the provider's
+// Get returns a claim describing the instance with the given provider ID:
+// its Node, or, while it boots, its NodeClaim. It returns a
+// NodeClaimNotFoundError if there is no such instance in the provider's
 // partition or it is being deleted.
 func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
 	name, ok := nodeName(providerID)
 	if !ok {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("%q is not a kwok provider ID", providerID))
 	}
-	node, err := c.instance(ctx, name)
+	node, err := c.lookupNode(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return toNodeClaim(node), nil
+	if node != nil {
+		if err := c.live(node); err != nil {
+			return nil, err
+		}
+		return toNodeClaim(node), nil
+	}
+	// No Node: perhaps the instance is still booting.
+	nodeClaim := &v1.NodeClaim{}
+	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: name}, nodeClaim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no node or booting instance %s", name))
+		}
+		return nil, fmt.Errorf("getting nodeclaim %s: %w", name, err)
+	}
+	if !c.booting(nodeClaim) || nodeClaim.DeletionTimestamp != nil {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no node or booting instance %s", name))
+	}
+	return nodeClaim, nil
 }
 
 // List returns a claim for every instance of the provider's partition,
-// ordered by name, so that garbage collection can find instances that have
-// no NodeClaim. Nodes being deleted are left out.
+// running (from its Node) or booting (its NodeClaim), ordered by name, so
+// that garbage collection can find instances that have no NodeClaim. Nodes
+// and claims being deleted are left out.
 func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+	inPartition := client.MatchingLabels{PartitionLabelKey: c.partition}
 	nodes := &corev1.NodeList{}
-	if err := c.kubeClient.List(ctx, nodes, client.MatchingLabels{PartitionLabelKey: c.partition}); err != nil {
+	if err := c.kubeClient.List(ctx, nodes, inPartition); err != nil {
 		return nil, fmt.Errorf("listing nodes of partition %s: %w", c.partition, err)
 	}
-	out := make([]*v1.NodeClaim, 0, len(nodes.Items))
+	claims := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, claims, inPartition, client.HasLabels{RegisterAfterLabelKey}); err != nil {
+		return nil, fmt.Errorf("listing booting nodeclaims of partition %s: %w", c.partition, err)
+	}
+	var out []*v1.NodeClaim
+	hasNode := map[string]bool{}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		if node.DeletionTimestamp != nil || !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
-			continue
+		hasNode[node.Name] = true
+		if c.live(node) == nil {
+			out = append(out, toNodeClaim(node))
 		}
-		out = append(out, toNodeClaim(node))
 	}
-	// The API server returns Nodes by name; the cache may not.
+	for i := range claims.Items {
+		nodeClaim := &claims.Items[i]
+		if !hasNode[nodeClaim.Name] && nodeClaim.DeletionTimestamp == nil && c.booting(nodeClaim) {
+			out = append(out, nodeClaim)
+		}
+	}
 	sortByName(out)
 	return out, nil
 }
@@ -198,20 +231,41 @@ func (c *CloudProvider) GetSupportedNodeClasses() []schema.GroupVersionKind {
 // NodeClaimNotFoundError if there is none: absent, of another partition or
 // provider, or being deleted.
 func (c *CloudProvider) instance(ctx context.Context, name string) (*corev1.Node, error) {
+	node, err := c.lookupNode(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if node == nil {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s not found", name))
+	}
+	if err := c.live(node); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// lookupNode returns the Node with the given name, or nil if there is none.
+func (c *CloudProvider) lookupNode(ctx context.Context, name string) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s not found", name))
+			return nil, nil
 		}
 		return nil, fmt.Errorf("getting node %s: %w", name, err)
 	}
+	return node, nil
+}
+
+// live returns a NodeClaimNotFoundError unless the Node is an instance of
+// the provider's partition that is not being deleted.
+func (c *CloudProvider) live(node *corev1.Node) error {
 	if !c.owns(node) {
-		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s was not launched by the kwok provider of partition %s", name, c.partition))
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s was not launched by the kwok provider of partition %s", node.Name, c.partition))
 	}
 	if node.DeletionTimestamp != nil {
-		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is being deleted", name))
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("node %s is being deleted", node.Name))
 	}
-	return node, nil
+	return nil
 }
 
 // owns reports whether the node was launched by a provider of c's partition.

@@ -55,31 +55,38 @@ func waitForWaiters(t *testing.T, hasWaiters func() bool) {
 	}
 }
 
-// TestRegistrationReconcileWaits covers the cases that need no API call: a
-// Node that is not delayed or already handed over is left alone, and one
-// whose time has not come is requeued for exactly the time left.
+// TestRegistrationReconcileWaits covers the cases that need no API call:
+// claims that are not booting instances of the provider are left alone, and
+// one whose time has not come is requeued for exactly the time left.
 func TestRegistrationReconcileWaits(t *testing.T) {
-	_, clk := newTestProvider(t, Options{})
-	rc := NewRegistrationController(nil, clk)
-	at := func(d time.Duration) string { return clk.Now().Add(d).Format(time.RFC3339Nano) }
+	c, clk := newTestProvider(t, Options{Partition: "p1"})
+	rc := NewRegistrationController(nil, clk, c)
+	at := func(d time.Duration) string { return formatRegisterAfter(clk.Now().Add(d)) }
 	cases := map[string]struct {
-		annotations map[string]string
-		deleting    bool
-		want        reconcile.Result
+		mutate func(*v1.NodeClaim)
+		want   reconcile.Result
 	}{
-		"no registration time":     {annotations: map[string]string{KwokNodeAnnotationKey: KwokNodeAnnotationValue}},
-		"already handed to kwok":   {annotations: map[string]string{RegisterAfterAnnotationKey: at(-time.Minute), KwokNodeAnnotationKey: KwokNodeAnnotationValue}},
-		"being deleted":            {annotations: map[string]string{RegisterAfterAnnotationKey: at(-time.Minute)}, deleting: true},
-		"due in 90s":               {annotations: map[string]string{RegisterAfterAnnotationKey: at(90 * time.Second)}, want: reconcile.Result{RequeueAfter: 90 * time.Second}},
-		"due in 1ns (nanoseconds)": {annotations: map[string]string{RegisterAfterAnnotationKey: at(1)}, want: reconcile.Result{RequeueAfter: 1}},
+		"due in 90s":        {want: reconcile.Result{RequeueAfter: 90 * time.Second}},
+		"due in 1ns":        {mutate: func(nc *v1.NodeClaim) { nc.Labels[RegisterAfterLabelKey] = at(1) }, want: reconcile.Result{RequeueAfter: 1}},
+		"no delay label":    {mutate: func(nc *v1.NodeClaim) { delete(nc.Labels, RegisterAfterLabelKey) }},
+		"other partition":   {mutate: func(nc *v1.NodeClaim) { nc.Labels[PartitionLabelKey] = "p2" }},
+		"other provider ID": {mutate: func(nc *v1.NodeClaim) { nc.Status.ProviderID = "aws:///us-east-1a/i-0123" }},
+		"being deleted":     {mutate: func(nc *v1.NodeClaim) { nc.DeletionTimestamp = &metav1.Time{Time: clk.Now()} }},
+		"node registered":   {mutate: func(nc *v1.NodeClaim) { nc.Status.NodeName = nc.Name }},
+		"Registered=True": {mutate: func(nc *v1.NodeClaim) {
+			nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue}}
+		}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: tc.annotations}}
-			if tc.deleting {
-				node.DeletionTimestamp = &metav1.Time{Time: clk.Now()}
+			claim := testClaim()
+			claim.Labels[PartitionLabelKey] = "p1"
+			claim.Labels[RegisterAfterLabelKey] = at(90 * time.Second)
+			claim.Status.ProviderID = ProviderIDPrefix + claim.Name
+			if tc.mutate != nil {
+				tc.mutate(claim)
 			}
-			got, err := rc.Reconcile(context.Background(), node)
+			got, err := rc.Reconcile(context.Background(), claim)
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
@@ -87,6 +94,36 @@ func TestRegistrationReconcileWaits(t *testing.T) {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestNodeFromClaim(t *testing.T) {
+	c, _ := newTestProvider(t, Options{Partition: "p1"})
+	claim := testClaim()
+	claim.Labels[corev1.LabelInstanceTypeStable] = "m5.large"
+	claim.Labels[corev1.LabelTopologyZone] = "us-east-1c"
+	claim.Labels[v1.CapacityTypeLabelKey] = v1.CapacityTypeSpot
+	node, err := c.nodeFromClaim(claim)
+	if err != nil {
+		t.Fatalf("nodeFromClaim: %v", err)
+	}
+	want := newNode(claim, parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1")
+	if diff := cmp.Diff(want.Labels, node.Labels); diff != "" {
+		t.Errorf("labels (-launch +registration):\n%s", diff)
+	}
+	if node.Status.Allocatable.Memory().String() != "6903Mi" {
+		t.Errorf("allocatable memory = %s", node.Status.Allocatable.Memory())
+	}
+	for name, mutate := range map[string]func(*v1.NodeClaim){
+		"unknown type":  func(nc *v1.NodeClaim) { nc.Labels[corev1.LabelInstanceTypeStable] = "m5.huge" },
+		"unknown zone":  func(nc *v1.NodeClaim) { nc.Labels[corev1.LabelTopologyZone] = "eu-west-1a" },
+		"no zone label": func(nc *v1.NodeClaim) { delete(nc.Labels, corev1.LabelTopologyZone) },
+	} {
+		broken := claim.DeepCopy()
+		mutate(broken)
+		if _, err := c.nodeFromClaim(broken); err == nil {
+			t.Errorf("%s: nodeFromClaim succeeded", name)
+		}
 	}
 }
 

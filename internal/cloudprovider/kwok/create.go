@@ -23,26 +23,35 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
-// Create launches the claim's instance: a Node named after the claim, of the
-// cheapest available offering that the claim's requirements allow and whose
-// instance type's allocatable fits the claim's requests. It returns the claim
-// with the Node's provider ID, capacity, allocatable and labels (instance
-// type, zone, capacity type and every instance-type label).
+// Create launches the claim's instance, of the cheapest available offering
+// that the claim's requirements allow and whose instance type's allocatable
+// fits the claim's requests. The instance is a Node named after the claim,
+// handed to kwok. It returns the claim with the instance's provider ID,
+// capacity, allocatable and labels (instance type, zone, capacity type,
+// every instance-type label and the partition).
 //
-// Create is idempotent: if the claim already has a Node, it returns that one.
-// It fails with a NodeClassNotReadyError when the claim's KWOKNodeClass is
-// missing or not Ready, and with an InsufficientCapacityError when no
-// offering fits or every fitting one fails (each failure is remembered for
-// UnavailableOfferingTTL, see GetInstanceTypes).
+// With a registration delay the Node does not exist yet: the returned claim
+// carries RegisterAfterLabelKey, and the RegistrationController creates the
+// Node at that time from the claim the core stored.
+//
+// Create is idempotent: a claim whose instance exists (or is booting) gets
+// it back. It fails with a NodeClassNotReadyError when the claim's
+// KWOKNodeClass is missing or not Ready, and with an
+// InsufficientCapacityError when no offering fits or every fitting one
+// fails (each failure is remembered for UnavailableOfferingTTL, see
+// GetInstanceTypes).
 func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error) {
 	logger := log.FromContext(ctx).WithValues("NodeClaim", klog.KObj(nodeClaim))
 	// 1. A claim that already has an instance gets it back.
 	existing, err := c.existingInstance(ctx, nodeClaim.Name)
-	if err != nil || existing != nil {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
 		return fillClaim(nodeClaim, existing), nil
+	}
+	if c.booting(nodeClaim) {
+		return nodeClaim.DeepCopy(), nil
 	}
 	// 2. The claim's KWOKNodeClass must exist and be Ready.
 	nodeClass, err := c.readyNodeClass(ctx, nodeClaim)
@@ -67,8 +76,18 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err != nil {
 		return nil, fmt.Errorf("launching instance for nodeclaim %s: %w", nodeClaim.Name, err)
 	}
-	// 5. The instance is a Node named after the claim.
-	node := newNode(nodeClaim, nodeClass.Name, reqs, chosen, c.partition, c.clock.Now(), registrationDelay)
+	node := newNode(nodeClaim, reqs, chosen, c.partition)
+	logger = logger.WithValues("instance-type", chosen.instanceType.Name, "zone", chosen.offering.Zone,
+		"capacity-type", chosen.offering.CapacityType, "price", chosen.offering.Price)
+	// 5. A booting instance is recorded on the claim; its Node comes later.
+	if registrationDelay > 0 {
+		out := fillClaim(nodeClaim, node)
+		registerAfter := c.clock.Now().Add(registrationDelay)
+		out.Labels[RegisterAfterLabelKey] = formatRegisterAfter(registerAfter)
+		logger.V(1).Info("Launched instance", "register-after", registerAfter.UTC().Format(time.RFC3339Nano))
+		return out, nil
+	}
+	// 6. Otherwise the Node exists at once.
 	if err := c.kubeClient.Create(ctx, node); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating node for nodeclaim %s: %w", nodeClaim.Name, err)
@@ -83,10 +102,21 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 		return fillClaim(nodeClaim, existing), nil
 	}
-	logger.V(1).Info("Launched instance", "Node", klog.KObj(node), "instance-type", chosen.instanceType.Name,
-		"zone", chosen.offering.Zone, "capacity-type", chosen.offering.CapacityType, "price", chosen.offering.Price,
-		"registration-delay", registrationDelay)
+	logger.V(1).Info("Launched instance", "Node", klog.KObj(node))
 	return fillClaim(nodeClaim, node), nil
+}
+
+// booting reports whether the claim records an instance of this provider
+// that is waiting for its registration delay: the core stored the claim
+// Create returned, with its provider ID and RegisterAfterLabelKey, and has
+// not registered a Node for it. Once the core has (status.nodeName or
+// Registered=True), the instance is its Node, never to be made again.
+func (c *CloudProvider) booting(nodeClaim *v1.NodeClaim) bool {
+	_, delayed := nodeClaim.Labels[RegisterAfterLabelKey]
+	return delayed && nodeClaim.Labels[PartitionLabelKey] == c.partition &&
+		nodeClaim.Status.ProviderID == ProviderIDPrefix+nodeClaim.Name &&
+		nodeClaim.Status.NodeName == "" &&
+		!meta.IsStatusConditionTrue(nodeClaim.Status.Conditions, v1.ConditionTypeRegistered)
 }
 
 // existingInstance returns the provider's Node named name, nil if there is

@@ -10,33 +10,35 @@
 // type, zone, capacity type); equal prices go to the type, zone and capacity
 // type that sort first. The instance is a Node named after the claim, so a
 // second Create for the same claim finds it instead of launching another.
-// Its provider ID is "kwok://<name>"; it carries the instance type's labels
-// (every karpenter.k8s.aws/instance-* label, arch, OS, region), the
-// offering's zone and capacity type, the claim's labels, the hostname and
-// PartitionLabelKey; the karpenter.sh/unregistered:NoExecute taint until the
-// core registers it, plus the claim's taints and startup taints; and the
-// type's capacity and allocatable. Get, List and Delete work on the Nodes of
-// the provider's partition; a Node being deleted counts as gone.
+// Its provider ID is "kwok://<name>"; it carries the kwok annotation, the
+// instance type's labels (every karpenter.k8s.aws/instance-* label, arch,
+// OS, region), the offering's zone and capacity type, the claim's labels,
+// the hostname and PartitionLabelKey; the karpenter.sh/unregistered:NoExecute
+// taint until the core registers it, plus the claim's taints and startup
+// taints; the type's capacity and allocatable; and an owner reference to a
+// stored claim. Get, List and Delete work on the instances of the provider's
+// partition; a Node being deleted counts as gone.
 //
 // # Registration delay, restart-safe
 //
-// A real instance boots for a while before its kubelet is Ready. The
+// A real instance boots for a while before its kubelet creates its Node. The
 // simulated boot time is the KWOKNodeClass's spec.nodeRegistrationDelay, or
-// Options.RegistrationDelay. kwok only manages Nodes annotated
-// kwok.x-k8s.io/node=fake, so:
+// Options.RegistrationDelay. With no delay Create writes the Node at once.
+// With a delay, Create writes nothing: it returns the claim with its
+// provider ID, labels and capacity as usual, plus RegisterAfterLabelKey (the
+// time the Node appears). The core stores that claim, which makes the claim
+// the durable record of the booting instance: Get and List report it from
+// the claim, and the RegistrationController, watching claims, creates the
+// Node (the same Node Create would have written) when the time comes. A
+// controller that restarts, or another replica, reads the time from the
+// claim and finishes the registration; the injected clock drives it, so
+// tests need not sleep. A claim that is being deleted, or whose Node the
+// core has registered, never gets a (new) Node.
 //
-//   - with no delay, Create writes the Node with that annotation and kwok
-//     makes it Ready at once;
-//   - with a delay, Create writes the Node without it, with the time it may
-//     register in RegisterAfterAnnotationKey and a Ready=False condition, as
-//     a booting kubelet reports. The RegistrationController requeues the
-//     Node until that time, then adds the kwok annotation; kwok makes it
-//     Ready. While Ready is False, the node lifecycle controller keeps the
-//     node.kubernetes.io/not-ready:NoSchedule taint that keeps pods off.
-//
-// The time lives on the Node, not in a goroutine or in memory, so a
-// controller that restarts (or another replica) finishes the registration.
-// The injected clock drives it, so tests need not sleep.
+// Why not write the Node at once and hand it to kwok later by adding the
+// kwok annotation: kwok (v0.8, with node leases as the local control plane
+// runs it) only takes over Nodes that are created annotated; a Node
+// annotated by an update stays unmanaged and never becomes Ready.
 //
 // # Insufficient capacity
 //

@@ -1,9 +1,9 @@
 package kwok
 
 import (
-	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,30 +13,17 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
-// Reason and message of the Ready=False condition of a Node that is still
-// "booting", the way a kubelet reports a node whose runtime is not ready.
-const (
-	bootingReason  = "KubeletNotReady"
-	bootingMessage = "simulated instance is booting; kwok takes over at %s"
-)
-
-// newNode builds the Node of a claim's instance, launched at now.
+// newNode builds the Node of a claim's instance, handed to kwok.
 //
 // Labels, later ones winning: the claim's single-value requirements (for
 // example a NodePool requirement team In [a]), the claim's labels, the
 // instance type's labels, the offering's zone and capacity type, the
 // hostname and the provider's partition. Taints: karpenter.sh/unregistered
 // (the core removes it when it registers the Node), the claim's taints and
-// startup taints. Capacity and allocatable come from the instance type.
-//
-// With no registration delay the Node carries the kwok annotation at once.
-// Otherwise it carries RegisterAfterAnnotationKey = now + delay and a
-// Ready=False condition, and the registration controller hands it to kwok
-// then. The condition keeps pods off the booting Node: the node lifecycle
-// controller keeps the node.kubernetes.io/not-ready:NoSchedule taint (which
-// the API server's admission puts on every new Node) while Ready is False,
-// and would remove it from a Node without conditions.
-func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Requirements, chosen candidate, partition string, now time.Time, registrationDelay time.Duration) *corev1.Node {
+// startup taints. Capacity and allocatable come from the instance type. A
+// claim that is stored (has a UID) owns the Node, as the core would make it
+// at registration, so that the Node goes when the claim does.
+func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen candidate, partition string) *corev1.Node {
 	it, offering := chosen.instanceType, chosen.offering
 	name := nodeClaim.Name
 	labels := reqs.Labels()
@@ -48,21 +35,9 @@ func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Re
 	labels[corev1.LabelHostname] = name
 	labels[PartitionLabelKey] = partition
 
-	annotations := map[string]string{NodeClassAnnotationKey: nodeClassName}
-	var conditions []corev1.NodeCondition
-	if registrationDelay > 0 {
-		registerAfter := now.Add(registrationDelay).UTC().Format(time.RFC3339Nano)
-		annotations[RegisterAfterAnnotationKey] = registerAfter
-		conditions = []corev1.NodeCondition{{
-			Type:               corev1.NodeReady,
-			Status:             corev1.ConditionFalse,
-			Reason:             bootingReason,
-			Message:            fmt.Sprintf(bootingMessage, registerAfter),
-			LastHeartbeatTime:  metav1.NewTime(now),
-			LastTransitionTime: metav1.NewTime(now),
-		}}
-	} else {
-		annotations[KwokNodeAnnotationKey] = KwokNodeAnnotationValue
+	annotations := map[string]string{KwokNodeAnnotationKey: KwokNodeAnnotationValue}
+	if ref := nodeClaim.Spec.NodeClassRef; ref != nil {
+		annotations[NodeClassAnnotationKey] = ref.Name
 	}
 	taints := []corev1.Taint{v1.UnregisteredNoExecuteTaint()}
 	for _, t := range slices.Concat(nodeClaim.Spec.Taints, nodeClaim.Spec.StartupTaints) {
@@ -70,11 +45,10 @@ func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Re
 			taints = append(taints, t)
 		}
 	}
-	return &corev1.Node{
+	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
 		Spec:       corev1.NodeSpec{ProviderID: ProviderIDPrefix + name, Taints: taints},
 		Status: corev1.NodeStatus{
-			Conditions:  conditions,
 			Capacity:    it.Capacity.DeepCopy(),
 			Allocatable: it.Allocatable().DeepCopy(),
 			NodeInfo: corev1.NodeSystemInfo{
@@ -83,6 +57,15 @@ func newNode(nodeClaim *v1.NodeClaim, nodeClassName string, reqs requirements.Re
 			},
 		},
 	}
+	if nodeClaim.UID != "" {
+		node.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: v1.SchemeGroupVersion.String(),
+			Kind:       "NodeClaim",
+			Name:       nodeClaim.Name,
+			UID:        nodeClaim.UID,
+		}}
+	}
+	return node
 }
 
 // hasTaint reports whether taints has one with t's key and effect.
@@ -96,15 +79,15 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 }
 
 // fillClaim returns a copy of the claim completed from its Node: provider
-// ID, capacity, allocatable, and the Node's labels except hostname and
-// partition (instance type, zone, capacity type and the instance-type labels).
+// ID, capacity, allocatable, and the Node's labels except the hostname
+// (instance type, zone, capacity type, the instance-type labels, partition).
 func fillClaim(nodeClaim *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 	out := nodeClaim.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
 	for key, value := range node.Labels {
-		if key != corev1.LabelHostname && key != PartitionLabelKey {
+		if key != corev1.LabelHostname {
 			out.Labels[key] = value
 		}
 	}
@@ -112,4 +95,19 @@ func fillClaim(nodeClaim *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 	out.Status.Capacity = node.Status.Capacity.DeepCopy()
 	out.Status.Allocatable = node.Status.Allocatable.DeepCopy()
 	return out
+}
+
+// formatRegisterAfter renders a registration time as the value of
+// RegisterAfterLabelKey: Unix nanoseconds, exact and a valid label value.
+func formatRegisterAfter(t time.Time) string {
+	return strconv.FormatInt(t.UnixNano(), 10)
+}
+
+// parseRegisterAfter reads a RegisterAfterLabelKey value.
+func parseRegisterAfter(value string) (time.Time, error) {
+	ns, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, ns).UTC(), nil
 }

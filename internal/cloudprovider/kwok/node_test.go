@@ -1,13 +1,13 @@
 package kwok
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
@@ -18,6 +18,7 @@ func testClaim() *v1.NodeClaim {
 	return &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", Labels: map[string]string{v1.NodePoolLabelKey: "default", "team": "a"}},
 		Spec: v1.NodeClaimSpec{NodeClaimTemplateSpec: v1.NodeClaimTemplateSpec{
+			NodeClassRef:  &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
 			Requirements:  []v1.NodeSelectorRequirementWithMinValues{in(corev1.LabelInstanceTypeStable, "m5.large"), in("tier", "web")},
 			Taints:        []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}},
 			StartupTaints: []corev1.Taint{{Key: "cni", Effect: corev1.TaintEffectNoExecute}, v1.UnregisteredNoExecuteTaint()},
@@ -39,7 +40,9 @@ func m5Spot(t *testing.T, c *CloudProvider) candidate {
 }
 
 func TestNewNode(t *testing.T) {
-	c, clk := newTestProvider(t, Options{})
+	c, _ := newTestProvider(t, Options{})
+	claim := testClaim()
+	node := newNode(claim, parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1")
 	wantLabels := map[string]string{
 		"team": "a", "tier": "web", v1.NodePoolLabelKey: "default",
 		corev1.LabelHostname: "default-abcde", PartitionLabelKey: "p1",
@@ -60,76 +63,70 @@ func TestNewNode(t *testing.T) {
 		"karpenter.k8s.aws/instance-network-bandwidth":               "750",
 		"karpenter.k8s.aws/instance-ebs-bandwidth":                   "4750",
 	}
-	baseTaints := []corev1.Taint{
+	if diff := cmp.Diff(wantLabels, node.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	wantAnnotations := map[string]string{NodeClassAnnotationKey: "default", KwokNodeAnnotationKey: KwokNodeAnnotationValue}
+	if diff := cmp.Diff(wantAnnotations, node.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	wantTaints := []corev1.Taint{
 		v1.UnregisteredNoExecuteTaint(),
 		{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
 		{Key: "cni", Effect: corev1.TaintEffectNoExecute},
 	}
-	cases := map[string]struct {
-		delay           time.Duration
-		wantAnnotations map[string]string
-		wantTaints      []corev1.Taint
-		wantReady       string
-	}{
-		"no registration delay: kwok manages it at once": {
-			wantAnnotations: map[string]string{NodeClassAnnotationKey: "default", KwokNodeAnnotationKey: KwokNodeAnnotationValue},
-			wantTaints:      baseTaints,
-		},
-		"registration delay: not-ready until the registration time": {
-			delay:           90 * time.Second,
-			wantAnnotations: map[string]string{NodeClassAnnotationKey: "default", RegisterAfterAnnotationKey: "2030-01-02T03:05:35Z"},
-			wantTaints:      baseTaints,
-			wantReady:       "False KubeletNotReady simulated instance is booting; kwok takes over at 2030-01-02T03:05:35Z",
-		},
+	if diff := cmp.Diff(wantTaints, node.Spec.Taints); diff != "" {
+		t.Errorf("taints (-want +got):\n%s", diff)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			claim := testClaim()
-			node := newNode(claim, "default", parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1", clk.Now(), tc.delay)
-			if diff := cmp.Diff(wantLabels, node.Labels); diff != "" {
-				t.Errorf("labels (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantAnnotations, node.Annotations); diff != "" {
-				t.Errorf("annotations (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantTaints, node.Spec.Taints); diff != "" {
-				t.Errorf("taints (-want +got):\n%s", diff)
-			}
-			var ready string
-			for _, c := range node.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					ready = fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
-				}
-			}
-			if ready != tc.wantReady {
-				t.Errorf("Ready condition = %q, want %q", ready, tc.wantReady)
-			}
-			before := testClaim()
-			if diff := cmp.Diff([]any{before.Labels, before.Spec.Taints, before.Spec.StartupTaints}, []any{claim.Labels, claim.Spec.Taints, claim.Spec.StartupTaints}); diff != "" {
-				t.Errorf("newNode changed the claim (-before +after):\n%s", diff)
-			}
-			got := map[string]string{
-				"name": node.Name, "providerID": node.Spec.ProviderID,
-				"cpu": node.Status.Capacity.Cpu().String(), "memory": node.Status.Capacity.Memory().String(),
-				"allocatable cpu": node.Status.Allocatable.Cpu().String(), "allocatable memory": node.Status.Allocatable.Memory().String(),
-				"pods": node.Status.Allocatable.Pods().String(), "arch": node.Status.NodeInfo.Architecture,
-			}
-			want := map[string]string{
-				"name": "default-abcde", "providerID": "kwok://default-abcde",
-				"cpu": "2", "memory": "7577Mi", "allocatable cpu": "1930m", "allocatable memory": "6903Mi",
-				"pods": "29", "arch": "amd64",
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("node (-want +got):\n%s", diff)
-			}
-		})
+	before := testClaim()
+	if diff := cmp.Diff([]any{before.Labels, before.Spec.Taints, before.Spec.StartupTaints}, []any{claim.Labels, claim.Spec.Taints, claim.Spec.StartupTaints}); diff != "" {
+		t.Errorf("newNode changed the claim (-before +after):\n%s", diff)
+	}
+	got := map[string]string{
+		"name": node.Name, "providerID": node.Spec.ProviderID,
+		"cpu": node.Status.Capacity.Cpu().String(), "memory": node.Status.Capacity.Memory().String(),
+		"allocatable cpu": node.Status.Allocatable.Cpu().String(), "allocatable memory": node.Status.Allocatable.Memory().String(),
+		"pods": node.Status.Allocatable.Pods().String(), "arch": node.Status.NodeInfo.Architecture,
+	}
+	want := map[string]string{
+		"name": "default-abcde", "providerID": "kwok://default-abcde",
+		"cpu": "2", "memory": "7577Mi", "allocatable cpu": "1930m", "allocatable memory": "6903Mi",
+		"pods": "29", "arch": "amd64",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node (-want +got):\n%s", diff)
+	}
+	if len(node.OwnerReferences) != 0 {
+		t.Errorf("node of an unsaved claim has owners %v", node.OwnerReferences)
+	}
+
+	claim.UID = "uid-1"
+	owned := newNode(claim, parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1")
+	wantOwners := []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "default-abcde", UID: "uid-1"}}
+	if diff := cmp.Diff(wantOwners, owned.OwnerReferences); diff != "" {
+		t.Errorf("owners of the node of a stored claim (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegisterAfterRoundTrip(t *testing.T) {
+	at := epoch().Add(1500 * time.Millisecond)
+	value := formatRegisterAfter(at)
+	if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+		t.Fatalf("%q is not a label value: %v", value, msgs)
+	}
+	got, err := parseRegisterAfter(value)
+	if err != nil || !got.Equal(at) {
+		t.Errorf("parseRegisterAfter(%q) = %v, %v; want %v", value, got, err, at)
+	}
+	if _, err := parseRegisterAfter("soon"); err == nil {
+		t.Error("parseRegisterAfter accepted a non-number")
 	}
 }
 
 func TestFillClaimAndToNodeClaim(t *testing.T) {
-	c, clk := newTestProvider(t, Options{})
+	c, _ := newTestProvider(t, Options{})
 	claim := testClaim()
-	node := newNode(claim, "default", parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1", clk.Now(), 0)
+	node := newNode(claim, parse(t, claim.Spec.Requirements), m5Spot(t, c), "p1")
 
 	filled := fillClaim(claim, node)
 	for key, want := range map[string]string{
@@ -140,10 +137,11 @@ func TestFillClaimAndToNodeClaim(t *testing.T) {
 			t.Errorf("filled claim label %s = %q, want %q", key, got, want)
 		}
 	}
-	for _, key := range []string{corev1.LabelHostname, PartitionLabelKey} {
-		if _, ok := filled.Labels[key]; ok {
-			t.Errorf("filled claim has label %s", key)
-		}
+	if _, ok := filled.Labels[corev1.LabelHostname]; ok {
+		t.Error("filled claim has the hostname label")
+	}
+	if got := filled.Labels[PartitionLabelKey]; got != "p1" {
+		t.Errorf("filled claim partition = %q, want p1", got)
 	}
 	if filled.Status.ProviderID != "kwok://default-abcde" || filled.Status.Allocatable.Memory().String() != "6903Mi" {
 		t.Errorf("filled claim status = %+v", filled.Status)

@@ -21,19 +21,22 @@ const (
 	// rest is the Node's name.
 	ProviderIDPrefix = "kwok://"
 	// KwokNodeAnnotationKey and KwokNodeAnnotationValue mark a Node the kwok
-	// controller manages (makes Ready, heartbeats, runs its pods). The
-	// provider sets it once the node's registration delay has passed.
+	// controller manages (makes Ready, heartbeats, runs its pods). Every Node
+	// the provider creates carries it from the start: kwok only takes over
+	// Nodes that are created annotated, not Nodes annotated later.
 	KwokNodeAnnotationKey   = "kwok.x-k8s.io/node"
 	KwokNodeAnnotationValue = "fake"
-	// PartitionLabelKey marks the Nodes a provider launched; its value is
-	// Options.Partition. Get, List and Delete only see Nodes of their own
-	// partition, so that several providers (or tests) can share a cluster.
+	// PartitionLabelKey marks the Nodes (and the claims of booting
+	// instances) of a provider; its value is Options.Partition. Get, List
+	// and Delete only see their own partition, so that several providers
+	// (or tests) can share a cluster.
 	PartitionLabelKey = kwokv1alpha1.Group + "/partition"
-	// RegisterAfterAnnotationKey holds the time (RFC 3339 with nanoseconds)
-	// from which a Node may register, i.e. be handed to kwok. It is set on
-	// Nodes launched with a registration delay; the registration controller
-	// acts on it, so that a restart loses nothing.
-	RegisterAfterAnnotationKey = kwokv1alpha1.Group + "/register-after"
+	// RegisterAfterLabelKey is the label Create adds to the claim of an
+	// instance launched with a registration delay: the time, in Unix
+	// nanoseconds, at which its Node appears. The core stores the claim's
+	// labels, so the claim is the durable record of the booting instance
+	// and the RegistrationController creates the Node then, across restarts.
+	RegisterAfterLabelKey = kwokv1alpha1.Group + "/register-after"
 	// NodeClassAnnotationKey names the KWOKNodeClass a Node was launched with.
 	NodeClassAnnotationKey = kwokv1alpha1.Group + "/nodeclass"
 	// DefaultPartition is the partition of a provider whose Options leave it empty.
@@ -59,9 +62,9 @@ type Options struct {
 	// like a cloud API call. It waits on the injected clock and returns
 	// early when the context ends.
 	LaunchDelay time.Duration
-	// RegistrationDelay is how long a launched Node waits before kwok
-	// manages it (and makes it Ready), simulating boot time. A
-	// KWOKNodeClass's spec.nodeRegistrationDelay overrides it.
+	// RegistrationDelay is how long a launched instance boots before its
+	// Node appears (and kwok makes it Ready). A KWOKNodeClass's
+	// spec.nodeRegistrationDelay overrides it.
 	RegistrationDelay time.Duration
 	// InsufficientCapacity, if set, is asked before each launch; an offering
 	// for which it returns true fails with insufficient capacity (see

@@ -158,3 +158,60 @@ func listedIDs(t *testing.T, c *kwok.CloudProvider) []string {
 	}
 	return ids
 }
+
+// storeClaim creates the claim in the API server, as the core does before
+// launching, and deletes it (finalizers removed) when the test ends.
+func storeClaim(t *testing.T, claim *v1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	if claim.Spec.Requirements == nil {
+		claim.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{}
+	}
+	if err := testEnv.Client.Create(ctx, claim); err != nil {
+		t.Fatalf("creating nodeclaim %s: %v", claim.Name, err)
+	}
+	t.Cleanup(func() {
+		stored := &v1.NodeClaim{}
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(claim), stored); err != nil {
+			return
+		}
+		if len(stored.Finalizers) > 0 {
+			patch := client.MergeFrom(stored.DeepCopy())
+			stored.Finalizers = nil
+			_ = testEnv.Client.Patch(ctx, stored, patch)
+		}
+		_ = testEnv.Client.Delete(ctx, stored)
+	})
+}
+
+// persistLaunch stores what Create returned on the stored claim, as the
+// core's launch does: the labels, provider ID, capacity and allocatable. It
+// returns the stored claim.
+func persistLaunch(t *testing.T, created *v1.NodeClaim) *v1.NodeClaim {
+	t.Helper()
+	ctx := context.Background()
+	stored := getClaim(t, created.Name)
+	patch := client.MergeFrom(stored.DeepCopy())
+	stored.Labels = created.Labels
+	if err := testEnv.Client.Patch(ctx, stored, patch); err != nil {
+		t.Fatalf("storing the labels of nodeclaim %s: %v", created.Name, err)
+	}
+	patch = client.MergeFrom(stored.DeepCopy())
+	stored.Status.ProviderID = created.Status.ProviderID
+	stored.Status.Capacity = created.Status.Capacity
+	stored.Status.Allocatable = created.Status.Allocatable
+	if err := testEnv.Client.Status().Patch(ctx, stored, patch); err != nil {
+		t.Fatalf("storing the status of nodeclaim %s: %v", created.Name, err)
+	}
+	return getClaim(t, created.Name)
+}
+
+// getClaim reads a NodeClaim, failing the test if it cannot.
+func getClaim(t *testing.T, name string) *v1.NodeClaim {
+	t.Helper()
+	nodeClaim := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(context.Background(), client.ObjectKey{Name: name}, nodeClaim); err != nil {
+		t.Fatalf("getting nodeclaim %s: %v", name, err)
+	}
+	return nodeClaim
+}

@@ -2,83 +2,167 @@ package kwok_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 )
 
-// reconcileNode runs a registration controller once on the stored Node.
-func reconcileNode(t *testing.T, rc *kwok.RegistrationController, name string) reconcile.Result {
+// reconcileClaim runs a registration controller once on the stored claim.
+func reconcileClaim(t *testing.T, rc *kwok.RegistrationController, name string) reconcile.Result {
 	t.Helper()
-	res, err := rc.Reconcile(context.Background(), getNode(t, name))
+	res, err := rc.Reconcile(context.Background(), getClaim(t, name))
 	if err != nil {
-		t.Fatalf("reconciling node %s: %v", name, err)
+		t.Fatalf("reconciling nodeclaim %s: %v", name, err)
 	}
 	return res
 }
 
-// TestRegistrationDelayIsRestartSafe launches a Node with a 2-minute
-// registration delay; a controller that "restarts" half way finishes the job.
+// registerAfter renders a time as RegisterAfterLabelKey does.
+func registerAfter(d time.Duration) string {
+	return strconv.FormatInt(epoch().Add(d).UnixNano(), 10)
+}
+
+// TestRegistrationDelayIsRestartSafe launches an instance with a 2-minute
+// registration delay: it is reported while it boots, has no Node until the
+// delay has passed, and a controller that "restarts" half way creates it.
 func TestRegistrationDelayIsRestartSafe(t *testing.T) {
 	ctx := context.Background()
 	c, clk := newProvider(t, kwok.Options{})
-	claim := newClaim(createNodeClass(t, &metav1.Duration{Duration: 2 * time.Minute}).Name)
-	created, err := c.Create(ctx, claim)
+	claim := newClaim(createNodeClass(t, &metav1.Duration{Duration: 2 * time.Minute}).Name, in(corev1.LabelInstanceTypeStable, "m5.large"))
+	storeClaim(t, claim)
+
+	// 1. Launched: the claim records the instance; there is no Node yet.
+	created, err := c.Create(ctx, getClaim(t, claim.Name))
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-
-	// 1. Launched but not handed to kwok, and reported NotReady.
-	node := getNode(t, claim.Name)
-	if _, ok := node.Annotations[kwok.KwokNodeAnnotationKey]; ok {
-		t.Fatal("node handed to kwok before its registration delay")
-	}
-	if got, want := node.Annotations[kwok.RegisterAfterAnnotationKey], "2030-01-02T03:06:05Z"; got != want {
+	if got, want := created.Labels[kwok.RegisterAfterLabelKey], registerAfter(2*time.Minute); got != want {
 		t.Errorf("registration time = %q, want %q", got, want)
 	}
-	if len(node.Status.Conditions) != 1 || node.Status.Conditions[0].Type != corev1.NodeReady || node.Status.Conditions[0].Status != corev1.ConditionFalse {
-		t.Errorf("conditions of the booting node = %+v, want Ready=False", node.Status.Conditions)
+	if created.Status.ProviderID != "kwok://"+claim.Name || created.Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
+		t.Errorf("created claim = %s of type %q", created.Status.ProviderID, created.Labels[corev1.LabelInstanceTypeStable])
 	}
-	rc := kwok.NewRegistrationController(testEnv.Client, clk)
-	if diff := cmp.Diff(reconcile.Result{RequeueAfter: 2 * time.Minute}, reconcileNode(t, rc, claim.Name)); diff != "" {
+	expectNoNode(t, claim.Name)
+	stored := persistLaunch(t, created)
+
+	// 2. The booting instance is reported, and launching it again is a no-op.
+	if _, err := c.Get(ctx, created.Status.ProviderID); err != nil {
+		t.Errorf("Get of a booting instance: %v", err)
+	}
+	if diff := cmp.Diff([]string{created.Status.ProviderID}, listedIDs(t, c)); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	again, err := c.Create(ctx, stored)
+	if err != nil || again.Labels[kwok.RegisterAfterLabelKey] != created.Labels[kwok.RegisterAfterLabelKey] {
+		t.Errorf("second Create = %v, %v; want the booting instance", again.Labels, err)
+	}
+	rc := kwok.NewRegistrationController(testEnv.Client, clk, c)
+	if diff := cmp.Diff(reconcile.Result{RequeueAfter: 2 * time.Minute}, reconcileClaim(t, rc, claim.Name)); diff != "" {
 		t.Errorf("first reconcile (-want +got):\n%s", diff)
 	}
+	expectNoNode(t, claim.Name)
 
-	// 2. The process restarts after 90s: new provider, new controller.
+	// 3. The process restarts after 90s: new provider, new controller.
 	clk.Step(90 * time.Second)
 	restarted, err := kwok.New(testEnv.Client, clk, kwok.Options{Partition: c.Partition()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restarted.Get(ctx, created.Status.ProviderID); err != nil {
-		t.Errorf("restarted provider Get: %v", err)
-	}
-	rc = kwok.NewRegistrationController(testEnv.Client, clk)
-	if diff := cmp.Diff(reconcile.Result{RequeueAfter: 30 * time.Second}, reconcileNode(t, rc, claim.Name)); diff != "" {
+	rc = kwok.NewRegistrationController(testEnv.Client, clk, restarted)
+	if diff := cmp.Diff(reconcile.Result{RequeueAfter: 30 * time.Second}, reconcileClaim(t, rc, claim.Name)); diff != "" {
 		t.Errorf("reconcile after restart (-want +got):\n%s", diff)
 	}
+	expectNoNode(t, claim.Name)
 
-	// 3. At the registration time the Node is handed to kwok, once.
+	// 4. At the registration time the Node appears, handed to kwok and owned
+	// by the claim, once.
 	clk.Step(30 * time.Second)
-	if diff := cmp.Diff(reconcile.Result{}, reconcileNode(t, rc, claim.Name)); diff != "" {
+	if diff := cmp.Diff(reconcile.Result{}, reconcileClaim(t, rc, claim.Name)); diff != "" {
 		t.Errorf("reconcile at the registration time (-want +got):\n%s", diff)
 	}
-	node = getNode(t, claim.Name)
+	node := getNode(t, claim.Name)
 	if got := node.Annotations[kwok.KwokNodeAnnotationKey]; got != kwok.KwokNodeAnnotationValue {
-		t.Errorf("kwok annotation = %q after the delay, want %q", got, kwok.KwokNodeAnnotationValue)
+		t.Errorf("kwok annotation = %q, want %q", got, kwok.KwokNodeAnnotationValue)
 	}
-	if diff := cmp.Diff(reconcile.Result{}, reconcileNode(t, rc, claim.Name)); diff != "" {
-		t.Errorf("reconcile of a registered node (-want +got):\n%s", diff)
+	wantOwners := []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.Name, UID: stored.UID}}
+	if diff := cmp.Diff(wantOwners, node.OwnerReferences); diff != "" {
+		t.Errorf("node owners (-want +got):\n%s", diff)
 	}
-	if again := getNode(t, claim.Name); again.ResourceVersion != node.ResourceVersion {
-		t.Error("reconciling a registered node changed it")
+	if node.Labels[corev1.LabelInstanceTypeStable] != "m5.large" || node.Status.Allocatable.Memory().String() != "6903Mi" {
+		t.Errorf("node labels %v, allocatable %v", node.Labels, node.Status.Allocatable)
 	}
+	if diff := cmp.Diff(reconcile.Result{}, reconcileClaim(t, rc, claim.Name)); diff != "" {
+		t.Errorf("reconcile with the node present (-want +got):\n%s", diff)
+	}
+	if got := getNode(t, claim.Name); got.ResourceVersion != node.ResourceVersion {
+		t.Error("reconciling with the node present changed it")
+	}
+	found, err := restarted.Get(ctx, created.Status.ProviderID)
+	if err != nil || found.Status.NodeName != claim.Name {
+		t.Errorf("Get after registration = %+v, %v", found, err)
+	}
+
+	// 5. Once the core has registered the Node, a lost Node is never remade.
+	patch := client.MergeFrom(stored.DeepCopy())
+	stored.Status.NodeName = claim.Name
+	if err := testEnv.Client.Status().Patch(ctx, stored, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := testEnv.Client.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	reconcileClaim(t, rc, claim.Name)
+	expectNoNode(t, claim.Name)
+	if _, err := restarted.Get(ctx, created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get of a registered instance whose node is gone = %v, want NodeClaimNotFoundError", err)
+	}
+}
+
+// TestDeleteWhileBooting deletes the claim of a booting instance, as the
+// core does: the instance is gone at once and its Node never appears.
+func TestDeleteWhileBooting(t *testing.T) {
+	ctx := context.Background()
+	c, clk := newProvider(t, kwok.Options{RegistrationDelay: time.Minute})
+	claim := newClaim(createNodeClass(t, nil).Name, in(corev1.LabelInstanceTypeStable, "m5.large"))
+	claim.Finalizers = []string{v1.TerminationFinalizer}
+	storeClaim(t, claim)
+	created, err := c.Create(ctx, getClaim(t, claim.Name))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	persistLaunch(t, created)
+	if err := testEnv.Client.Delete(ctx, getClaim(t, claim.Name)); err != nil {
+		t.Fatal(err)
+	}
+	deleting := getClaim(t, claim.Name)
+	if deleting.DeletionTimestamp == nil {
+		t.Fatal("claim not being deleted")
+	}
+	if err := c.Delete(ctx, deleting); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Delete = %v, want NodeClaimNotFoundError", err)
+	}
+	if _, err := c.Get(ctx, created.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get = %v, want NodeClaimNotFoundError", err)
+	}
+	if got := listedIDs(t, c); len(got) != 0 {
+		t.Errorf("List = %v, want none", got)
+	}
+	clk.Step(time.Minute)
+	rc := kwok.NewRegistrationController(testEnv.Client, clk, c)
+	if diff := cmp.Diff(reconcile.Result{}, reconcileClaim(t, rc, claim.Name)); diff != "" {
+		t.Errorf("reconcile (-want +got):\n%s", diff)
+	}
+	expectNoNode(t, claim.Name)
 }
 
 // TestRegistrationDelaySource checks which delay applies: the NodeClass's
@@ -87,29 +171,34 @@ func TestRegistrationDelaySource(t *testing.T) {
 	cases := map[string]struct {
 		option    time.Duration
 		nodeClass *metav1.Duration
-		want      string // the registration time, or "" for immediate
+		want      time.Duration // 0: the Node is created at once
 	}{
-		"none":                      {},
-		"provider option":           {option: 45 * time.Second, want: "2030-01-02T03:04:50Z"},
-		"node class overrides":      {option: 45 * time.Second, nodeClass: &metav1.Duration{Duration: 10 * time.Second}, want: "2030-01-02T03:04:15Z"},
-		"node class 0s means none":  {option: 45 * time.Second, nodeClass: &metav1.Duration{}},
-		"fractional seconds stored": {nodeClass: &metav1.Duration{Duration: 1500 * time.Millisecond}, want: "2030-01-02T03:04:06.5Z"},
+		"none":                     {},
+		"provider option":          {option: 45 * time.Second, want: 45 * time.Second},
+		"node class overrides":     {option: 45 * time.Second, nodeClass: &metav1.Duration{Duration: 10 * time.Second}, want: 10 * time.Second},
+		"node class 0s means none": {option: 45 * time.Second, nodeClass: &metav1.Duration{}},
+		"fractional seconds":       {nodeClass: &metav1.Duration{Duration: 1500 * time.Millisecond}, want: 1500 * time.Millisecond},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c, _ := newProvider(t, kwok.Options{RegistrationDelay: tc.option})
 			claim := newClaim(createNodeClass(t, tc.nodeClass).Name)
-			if _, err := c.Create(context.Background(), claim); err != nil {
+			created, err := c.Create(context.Background(), claim)
+			if err != nil {
 				t.Fatalf("Create: %v", err)
 			}
-			node := getNode(t, claim.Name)
-			got := node.Annotations[kwok.RegisterAfterAnnotationKey]
-			if got != tc.want {
-				t.Errorf("registration time = %q, want %q", got, tc.want)
+			got, booting := created.Labels[kwok.RegisterAfterLabelKey]
+			if tc.want == 0 {
+				if booting {
+					t.Errorf("registration time %q, want none", got)
+				}
+				getNode(t, claim.Name)
+				return
 			}
-			if handed := node.Annotations[kwok.KwokNodeAnnotationKey] == kwok.KwokNodeAnnotationValue; handed != (tc.want == "") {
-				t.Errorf("handed to kwok at launch = %v, want %v", handed, tc.want == "")
+			if want := registerAfter(tc.want); got != want {
+				t.Errorf("registration time = %q, want %q", got, want)
 			}
+			expectNoNode(t, claim.Name)
 		})
 	}
 }
