@@ -21,6 +21,8 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/readiness"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/status"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
@@ -37,7 +39,7 @@ type Controller interface {
 
 // Dependencies are what the controllers share.
 type Dependencies struct {
-	Clock         clock.Clock
+	Clock         clock.WithTicker
 	KubeClient    client.Client
 	Cluster       *state.Cluster
 	CloudProvider cloudprovider.CloudProvider
@@ -55,6 +57,7 @@ type Options struct {
 // NewControllers builds every provider-neutral controller.
 func NewControllers(d Dependencies, opts Options) []Controller {
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
+	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
 	out := []Controller{}
 	for _, c := range informer.NewControllers(d.Cluster) {
 		out = append(out, c)
@@ -65,6 +68,9 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		provisioning.NewNodeTrigger(provisioner),
 		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, opts.Lifecycle),
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
+		evictions,
+		termination.NewNodeController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, evictions),
+		termination.NewNodeClaimController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics),
 		readiness.NewController(d.Clock, d.KubeClient, d.CloudProvider),
 		hash.NewController(d.KubeClient),
 		status.NewController(d.KubeClient, d.Metrics),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -43,7 +45,7 @@ import (
 type Operator struct {
 	Options    Options
 	Logger     logr.Logger
-	Clock      clock.Clock
+	Clock      clock.WithTicker
 	Scheme     *runtime.Scheme
 	RESTConfig *rest.Config
 	Manager    manager.Manager
@@ -69,8 +71,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// NewLogger builds the process logger: JSON (or console) at the given level.
-func NewLogger(level, format string) logr.Logger {
+// NewLogger builds the process logger: JSON (or console) at the given level,
+// written to w (standard error when nil).
+func NewLogger(level, format string, w io.Writer) logr.Logger {
 	lvl := zapcore.InfoLevel
 	switch level {
 	case "debug":
@@ -79,6 +82,9 @@ func NewLogger(level, format string) logr.Logger {
 		lvl = zapcore.ErrorLevel
 	}
 	opts := []zap.Opts{zap.Level(lvl), zap.UseDevMode(false)}
+	if w != nil {
+		opts = append(opts, zap.WriteTo(w))
+	}
 	if format == "console" {
 		opts = append(opts, zap.ConsoleEncoder())
 	} else {
@@ -93,7 +99,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	logger := NewLogger(opts.LogLevel, opts.LogFormat)
+	logger := NewLogger(opts.LogLevel, opts.LogFormat, opts.LogWriter)
 	ctrl.SetLogger(logger)
 	if restConfig == nil {
 		var err error
@@ -120,6 +126,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:                    config.Controller{SkipNameValidation: &opts.AllowRestart},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating controller manager: %w", err)

@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -32,6 +33,13 @@ type Options struct {
 	MinValuesPolicy         string
 	RegistrationTimeout     time.Duration
 	FeatureGates            string
+	// LogWriter receives the logs; standard error when nil. Not a flag: the
+	// demo sends the controller's logs to a file.
+	LogWriter io.Writer
+	// AllowRestart lets a process start several operators one after another
+	// (controller names are otherwise unique per process), as the demo and
+	// the restart tests do. Not a flag.
+	AllowRestart bool
 }
 
 // envNames maps flags to the environment variables that may set them.
