@@ -22,6 +22,8 @@ import (
 const (
 	// ReasonReady says the class can be used.
 	ReasonReady = "Ready"
+	// ReasonTerminating says the class is being deleted.
+	ReasonTerminating = "Terminating"
 	// ReasonInvalidNodeRegistrationDelay says spec.nodeRegistrationDelay is negative.
 	ReasonInvalidNodeRegistrationDelay = "InvalidNodeRegistrationDelay"
 )
@@ -58,9 +60,6 @@ func (c *NodeClassController) Register(_ context.Context, mgr manager.Manager) e
 // Reconcile sets the class's Ready condition from its spec, writing status
 // only when the condition changes.
 func (c *NodeClassController) Reconcile(ctx context.Context, nodeClass *kwokv1alpha1.KWOKNodeClass) (reconcile.Result, error) {
-	if nodeClass.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
-	}
 	ready := metav1.Condition{
 		Type:               kwokv1alpha1.ConditionTypeReady,
 		Status:             metav1.ConditionTrue,
@@ -70,6 +69,10 @@ func (c *NodeClassController) Reconcile(ctx context.Context, nodeClass *kwokv1al
 	}
 	if reason, message := validateNodeClass(&nodeClass.Spec); reason != "" {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, reason, message
+	}
+	if nodeClass.DeletionTimestamp != nil {
+		// A class on its way out launches nothing new.
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonTerminating, "KWOKNodeClass is being deleted"
 	}
 	patched := nodeClass.DeepCopy()
 	// SetStatusCondition keeps the old transition time when the status is unchanged.

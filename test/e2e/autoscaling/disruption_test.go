@@ -1,0 +1,228 @@
+package autoscaling_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+)
+
+// availability watches an app's pods and records the fewest Ready ones seen
+// at any moment, from every pod event (not by sampling).
+type availability struct {
+	mu      sync.Mutex
+	ready   map[string]bool
+	minimum int
+	started bool
+}
+
+func watchAvailability(t *testing.T, ns, app string) *availability {
+	t.Helper()
+	a := &availability{ready: map[string]bool{}, minimum: -1}
+	factory := informers.NewSharedInformerFactoryWithOptions(testEnv.Clientset, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + app }))
+	record := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+				pod, _ = tomb.Obj.(*corev1.Pod)
+			}
+		}
+		if pod == nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.ready[pod.Name] = pod.DeletionTimestamp == nil && podReady(pod)
+		a.observe()
+	}
+	remove := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+				pod, _ = tomb.Obj.(*corev1.Pod)
+			}
+		}
+		if pod == nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		delete(a.ready, pod.Name)
+		a.observe()
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: remove,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return a
+}
+
+// observe updates the minimum once counting has started. Callers hold mu.
+func (a *availability) observe() {
+	if !a.started {
+		return
+	}
+	n := 0
+	for _, r := range a.ready {
+		if r {
+			n++
+		}
+	}
+	if a.minimum < 0 || n < a.minimum {
+		a.minimum = n
+	}
+}
+
+// start begins recording the minimum from now on.
+func (a *availability) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.started = true
+	a.observe()
+}
+
+func (a *availability) min() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.minimum
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestDeletingANodeDrainsWithinThePDB: deleting a node drains it through the
+// Eviction API; the PDB's minimum available holds at every moment, the pods
+// run again elsewhere, and the node and its NodeClaim go away.
+func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
+	startDovetail(t, nil)
+	ctx := context.Background()
+	ns := testEnv.Namespace(t)
+	const replicas, minAvailable = 8, 6
+	d := deployment(ns, "guarded", replicas, "500m", "512Mi")
+	// Spread the pods over at least two nodes so that one can be drained.
+	d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
+	}}
+	create(t, d)
+	create(t, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &intstr.IntOrString{Type: intstr.Int, IntVal: minAvailable},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
+		},
+	})
+	pods := waitRunning(t, ns, "guarded", replicas, 2*time.Minute)
+	watch := watchAvailability(t, ns, "guarded")
+	env.Eventually(t, time.Minute, "all replicas Ready", func(ctx context.Context) (bool, error) {
+		watch.mu.Lock()
+		defer watch.mu.Unlock()
+		n := 0
+		for _, r := range watch.ready {
+			if r {
+				n++
+			}
+		}
+		return n == replicas, nil
+	})
+	watch.start()
+
+	// Delete the node running the most replicas.
+	perNode := map[string]int{}
+	for _, p := range pods {
+		perNode[p.Spec.NodeName]++
+	}
+	victim := ""
+	for name, n := range perNode {
+		if victim == "" || n > perNode[victim] {
+			victim = name
+		}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: victim}}
+	if err := testEnv.Client.Delete(ctx, node); err != nil {
+		t.Fatalf("deleting node %s: %v", victim, err)
+	}
+	env.Eventually(t, 3*time.Minute, "node "+victim+" to be drained and gone", func(ctx context.Context) (bool, error) {
+		err := testEnv.Client.Get(ctx, client.ObjectKey{Name: victim}, &corev1.Node{})
+		return client.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+	after := waitRunning(t, ns, "guarded", replicas, 2*time.Minute)
+	for _, p := range after {
+		if p.Spec.NodeName == victim {
+			t.Errorf("pod %s still on the deleted node", p.Name)
+		}
+	}
+	if got := watch.min(); got < minAvailable {
+		t.Errorf("availability dropped to %d during the drain; the PDB requires %d", got, minAvailable)
+	}
+	env.Eventually(t, time.Minute, "the deleted node's NodeClaim to be gone", func(context.Context) (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if nc.Status.NodeName == victim {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("drained %s (%d replicas); minimum available %d (PDB %d)", victim, perNode[victim], watch.min(), minAvailable)
+}
+
+// TestControllerRestartMidProvisioningLeaksNothing: stopping the controller
+// while it provisions and starting a new one creates no duplicate
+// NodeClaims and leaks no Node: every pod runs, every node is owned by a
+// NodeClaim, and every node runs pods.
+func TestControllerRestartMidProvisioningLeaksNothing(t *testing.T) {
+	d := startDovetail(t, nil)
+	ns := testEnv.Namespace(t)
+	create(t, deployment(ns, "restart", 40, "1", "2Gi"))
+	env.Eventually(t, time.Minute, "the first NodeClaim", func(context.Context) (bool, error) {
+		return len(nodeClaims(t)) > 0, nil
+	})
+	d.restart(t)
+	pods := waitRunning(t, ns, "restart", 40, 3*time.Minute)
+
+	claims := nodeClaims(t)
+	claimByNode := map[string]string{}
+	for _, nc := range claims {
+		if nc.Status.NodeName == "" {
+			t.Errorf("NodeClaim %s never registered a node", nc.Name)
+		}
+		claimByNode[nc.Status.NodeName] = nc.Name
+	}
+	nodes := &corev1.NodeList{}
+	if err := testEnv.Client.List(context.Background(), nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+		t.Fatal(err)
+	}
+	used := nodesOf(t, pods)
+	for _, node := range nodes.Items {
+		if _, ok := claimByNode[node.Name]; !ok {
+			t.Errorf("node %s has no NodeClaim (leaked)", node.Name)
+		}
+		if _, ok := used[node.Name]; !ok {
+			t.Errorf("node %s runs none of the pods (duplicate capacity)", node.Name)
+		}
+	}
+	t.Logf("40 pods on %d nodes from %d NodeClaims across a controller restart", len(used), len(claims))
+}

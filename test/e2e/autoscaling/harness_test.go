@@ -1,0 +1,217 @@
+package autoscaling_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/compose"
+	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+)
+
+// dovetail is the controller a test runs; restart replaces it.
+type dovetail struct {
+	controller *localcluster.Controller
+}
+
+// restart stops the controller and starts a new one.
+func (d *dovetail) restart(t *testing.T) {
+	t.Helper()
+	if err := d.controller.Stop(); err != nil {
+		t.Fatalf("stopping the controller: %v", err)
+	}
+	d.controller = run(t)
+}
+
+// startDovetail creates the default KWOKNodeClass (and the given NodePool,
+// or the default one) and runs the Dovetail controller until the test ends,
+// then removes everything the test launched.
+func startDovetail(t *testing.T, pool *v1.NodePool) *dovetail {
+	t.Helper()
+	ctx := context.Background()
+	if pool == nil {
+		pool = localcluster.DefaultNodePool()
+	}
+	for _, obj := range []client.Object{localcluster.DefaultNodeClass(), pool} {
+		if err := testEnv.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("creating %s: %v", env.Describe(obj), err)
+		}
+	}
+	d := &dovetail{controller: run(t)}
+	t.Cleanup(func() { teardown(t, d.controller) })
+	return d
+}
+
+// run starts a controller (fast batching for tests) and returns it.
+func run(t *testing.T) *localcluster.Controller {
+	t.Helper()
+	opts := localcluster.OperatorOptions()
+	opts.BatchIdleDuration = 500 * time.Millisecond
+	opts.BatchMaxDuration = 3 * time.Second
+	opts.LogWriter = testWriter{t}
+	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}
+	controller, err := cluster.StartController(context.Background(), opts, compose.KwokOptions{})
+	if err != nil {
+		t.Fatalf("starting the Dovetail controller: %v", err)
+	}
+	return controller
+}
+
+// teardown deletes the test's namespaces and NodePools, waits until their
+// pods are gone and the controller has drained and removed every NodeClaim
+// and Node it launched, and stops it. Waiting for the pods matters: a pod
+// still pending in a terminating namespace would make the next test's
+// controller launch a node for it.
+func teardown(t *testing.T, controller *localcluster.Controller) {
+	t.Helper()
+	ctx := context.Background()
+	namespaces := &corev1.NamespaceList{}
+	if err := testEnv.Client.List(ctx, namespaces); err == nil {
+		for i := range namespaces.Items {
+			if strings.HasPrefix(namespaces.Items[i].Name, "test-") {
+				_ = testEnv.Client.Delete(ctx, &namespaces.Items[i])
+			}
+		}
+	}
+	env.Eventually(t, 2*time.Minute, "every test pod to be gone", func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := testEnv.Client.List(ctx, pods); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Namespace, "test-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	pools := &v1.NodePoolList{}
+	if err := testEnv.Client.List(ctx, pools); err == nil {
+		for i := range pools.Items {
+			_ = testEnv.Client.Delete(ctx, &pools.Items[i])
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := testEnv.Client.List(ctx, claims); err == nil {
+		for i := range claims.Items {
+			_ = testEnv.Client.Delete(ctx, &claims.Items[i])
+		}
+	}
+	env.Eventually(t, 2*time.Minute, "every NodeClaim and Dovetail node to be gone", func(ctx context.Context) (bool, error) {
+		if err := testEnv.Client.List(ctx, claims); err != nil {
+			return false, err
+		}
+		nodes := &corev1.NodeList{}
+		if err := testEnv.Client.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+			return false, err
+		}
+		return len(claims.Items) == 0 && len(nodes.Items) == 0, nil
+	})
+	_ = testEnv.Client.Delete(ctx, localcluster.DefaultNodeClass())
+	if err := controller.Stop(); err != nil {
+		t.Errorf("controller stopped with error: %v", err)
+	}
+}
+
+// testWriter sends the controller's logs to the test log (shown on failure or -v).
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// deployment returns a Deployment of pause pods requesting cpu and memory.
+func deployment(ns, name string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{
+						Name: "pause", Image: env.PauseImage,
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// runningPods lists the app's Running pods, with the nodes they run on.
+func runningPods(ctx context.Context, ns, app string) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := testEnv.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+		return nil, err
+	}
+	var running []corev1.Pod
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	return running, nil
+}
+
+// waitRunning waits until n pods of the app are Running.
+func waitRunning(t *testing.T, ns, app string, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	env.Eventually(t, timeout, fmt.Sprintf("%d %s pods Running", n, app), func(ctx context.Context) (bool, error) {
+		var err error
+		pods, err = runningPods(ctx, ns, app)
+		return len(pods) == n, err
+	})
+	return pods
+}
+
+// nodesOf returns the nodes the pods run on, by name.
+func nodesOf(t *testing.T, pods []corev1.Pod) map[string]*corev1.Node {
+	t.Helper()
+	out := map[string]*corev1.Node{}
+	for _, p := range pods {
+		if _, ok := out[p.Spec.NodeName]; ok {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := testEnv.Client.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+			t.Fatalf("reading node %s: %v", p.Spec.NodeName, err)
+		}
+		out[node.Name] = node
+	}
+	return out
+}
+
+func nodeClaims(t *testing.T) []v1.NodeClaim {
+	t.Helper()
+	list := &v1.NodeClaimList{}
+	if err := testEnv.Client.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := testEnv.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %s: %v", env.Describe(obj), err)
+	}
+}
