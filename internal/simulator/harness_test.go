@@ -463,4 +463,6 @@ func names(prefix string, n int) []string {
 	return out
 }
 
+type appsDaemonSet = appsv1.DaemonSet
+
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }

@@ -21,6 +21,9 @@ const (
 // room in its cheapest instance type (best fit); then the cheaper of growing
 // an open NodeClaim into a larger type and opening a new one.
 func (s *solve) tryPlace(pi *podInfo, v *podView) bool {
+	if !s.topologyFeasible(v) {
+		return false
+	}
 	for i := range s.m.nodes {
 		if s.nodeOK(pi, v, int32(i)) {
 			s.commitNode(pi, v, int32(i))
@@ -270,6 +273,67 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 
 func (s *solve) selectedBy(sig *podSig) []int32 { return sig.selectedBy }
 
+// topologyFeasible reports whether every topology constraint of the pod on a
+// key other than the hostname admits at least one domain the pod may use. When
+// one admits none, no location can take the pod and the search is skipped.
+func (s *solve) topologyFeasible(v *podView) bool {
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if g.hostname {
+			continue
+		}
+		exclusiveOnly := true
+		for _, r := range g.refs {
+			if r.role == roleSpread || r.role == roleAffinity {
+				exclusiveOnly = false
+			}
+		}
+		if exclusiveOnly && g.key != s.m.zoneKey && g.key != s.m.ctKey {
+			continue // a node without the key would satisfy anti-affinity
+		}
+		sm := s.slotMap(g.key)
+		ok := false
+		for slot, val := range sm.vals {
+			if s.domainAllowed(v, g.key, val) && s.groupAllows(v, g, int32(slot)) {
+				ok = true
+				break
+			}
+		}
+		for val, slot := range s.extraSlots[g.key] {
+			if !ok && s.domainAllowed(v, g.key, val) && s.groupAllows(v, g, slot) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// noOpenClaimFits reports whether the pod's hostname constraints rule out
+// every open claim: it needs a claim without pods of a group, and every claim
+// has one.
+func (s *solve) noOpenClaimFits(v *podView) bool {
+	n := int32(len(s.claims))
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if !g.hostname {
+			continue
+		}
+		for _, r := range g.refs {
+			t := s.tg(r.tg)
+			switch {
+			case r.role == roleAnti && s.occupiedClaims(t, false) >= n,
+				r.role == roleSpread && r.self && t.maxSkew == 1 && s.occupiedClaims(t, false) >= n,
+				r.role == roleInverse && s.occupiedClaims(t, true) >= n:
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // quickClaimOK runs the cheap checks that rule most claims out: the pool's
 // taints, and the pod's topology constraints on keys the claim has settled.
 func (s *solve) quickClaimOK(c *claim, v *podView) bool {
@@ -314,6 +378,9 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 			growPlan = p.keep()
 		}
 	}
+	if s.noOpenClaimFits(v) {
+		start = len(s.bySlack)
+	}
 	checks := 0
 	for i, scanned := start, 0; i < len(s.bySlack) && scanned < maxSlackScan && checks < maxSlackChecks; i, scanned = i+1, scanned+1 {
 		c := s.bySlack[i]
@@ -333,6 +400,9 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	}
 	// 2. Growing a claim into a larger type: try those with the most room.
 	checks = 0
+	if start == len(s.bySlack) && s.noOpenClaimFits(v) {
+		checks = maxGrowChecks
+	}
 	for i, scanned := len(s.bySlack)-1, 0; i >= 0 && scanned < maxGrowScan && checks < maxGrowChecks; i, scanned = i-1, scanned+1 {
 		c := s.bySlack[i]
 		if !c.requests.FitsSum(req, c.maxAlloc) || !s.quickClaimOK(c, v) {

@@ -35,6 +35,8 @@ type solve struct {
 	owners   [][]int32
 	totals   []int32
 	touched  []bool
+	occupied       []int32 // hostname groups: claims with a counted pod
+	occupiedOwners []int32 // hostname groups: claims with an anti-affinity owner
 	floating map[int32][]*claim // anti-affinity group -> claims whose domain is open
 
 	pools     []poolState
@@ -420,15 +422,43 @@ func (s *solve) addCount(t *tg, slot int32, delta int32, owner bool) {
 		s.owners[t.id] = slices.Clone(t.owners)
 	}
 	arr := &s.counts[t.id]
+	occ := &s.occupied
 	if owner {
 		arr = &s.owners[t.id]
+		occ = &s.occupiedOwners
 	} else {
 		s.totals[t.id] += delta
 	}
 	if int(slot) >= len(*arr) {
 		*arr = append(*arr, make([]int32, int(slot)+1-len(*arr))...)
 	}
+	before := (*arr)[slot]
 	(*arr)[slot] += delta
+	if t.hostname && slot >= int32(len(s.m.nodes)) && (before > 0) != ((*arr)[slot] > 0) {
+		// Track how many claims hold a selected pod, so that a pod that needs
+		// an empty claim can tell at once that none is left.
+		if int(t.id) >= len(*occ) {
+			*occ = append(*occ, make([]int32, int(t.id)+1-len(*occ))...)
+		}
+		if before > 0 {
+			(*occ)[t.id]--
+		} else {
+			(*occ)[t.id]++
+		}
+	}
+}
+
+// occupiedClaims returns how many claims hold a pod a hostname group counts
+// (or, for owners, an owner of its anti-affinity).
+func (s *solve) occupiedClaims(t *tg, owner bool) int32 {
+	occ := s.occupied
+	if owner {
+		occ = s.occupiedOwners
+	}
+	if int(t.id) < len(occ) {
+		return occ[t.id]
+	}
+	return 0
 }
 
 // free returns the node's free capacity for this solve, copying on first use.
