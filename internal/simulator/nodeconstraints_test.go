@@ -111,7 +111,9 @@ func TestNodeSelectorsAndAffinity(t *testing.T) {
 		"nodepool Gte and Lte": {
 			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("four").Req(cpuKey, v1.NodeSelectorOpGte, "4").Req(cpuKey, v1.NodeSelectorOpLte, "4"))},
 			pods:  []*corev1.Pod{pod().Obj()}, claims: 1,
-			check: optionsAll("4 cpu", func(n string) bool { return strings.HasSuffix(n, ".xlarge") && !strings.HasSuffix(n, "2xlarge") && !strings.HasSuffix(n, "4xlarge") }),
+			check: optionsAll("4 cpu", func(n string) bool {
+				return strings.HasSuffix(n, ".xlarge") && !strings.HasSuffix(n, "2xlarge") && !strings.HasSuffix(n, "4xlarge")
+			}),
 		},
 		"OR-ed terms: the satisfiable one is used": {
 			pods: []*corev1.Pod{pod().

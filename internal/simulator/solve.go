@@ -31,13 +31,13 @@ type solve struct {
 	nodeAvoid []bool
 	nodePods  [][]*podInfo // pods placed by this solve
 
-	counts   [][]int32 // per group; nil: the model's
-	owners   [][]int32
-	totals   []int32
-	touched  []bool
-	occupied       []int32 // hostname groups: claims with a counted pod
-	occupiedOwners []int32 // hostname groups: claims with an anti-affinity owner
-	floating map[int32][]*claim // anti-affinity group -> claims whose domain is open
+	counts         [][]int32 // per group; nil: the model's
+	owners         [][]int32
+	totals         []int32
+	touched        []bool
+	occupied       []int32            // hostname groups: claims with a counted pod
+	occupiedOwners []int32            // hostname groups: claims with an anti-affinity owner
+	floating       map[int32][]*claim // anti-affinity group -> claims whose domain is open
 
 	pools     []poolState
 	claims    []*claim

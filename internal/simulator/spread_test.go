@@ -147,4 +147,3 @@ func TestTopologySpread(t *testing.T) {
 		},
 	})
 }
-
