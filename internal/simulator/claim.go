@@ -212,6 +212,10 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	if opts.Empty() {
 		return addPlan{}, false
 	}
+	s.withinLimits(c, opts)
+	if opts.Empty() {
+		return addPlan{}, false
+	}
 	plan.options = opts
 	if !s.minValuesOK(p, opts, &plan) {
 		return addPlan{}, false

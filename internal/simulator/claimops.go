@@ -2,8 +2,10 @@ package simulator
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
 )
 
@@ -207,21 +209,20 @@ func (s *solve) claimPassesFilter(t *tg, c *claim) bool {
 	return false
 }
 
-// reserve holds, against the pool's limits, the largest capacity among the
-// claim's options: the provider may launch any of them.
+// reserve holds the capacity of the claim's cheapest option against its
+// pool's limits. Options bigger than that are trimmed when the plan is
+// rendered (limitCaps), so whichever option the provider launches, the pool
+// stays within its limits.
 func (s *solve) reserve(c *claim) {
 	p := c.pool
 	ps := &s.pools[p.idx]
 	if ps.remaining == nil {
 		return
 	}
-	need := s.m.res.New()
-	for t := c.options.First(); t >= 0; t = c.options.Next(t + 1) {
-		need.Max(p.capacity[t])
-	}
 	if c.reserved == nil {
 		c.reserved = s.m.res.New()
 	}
+	need := p.capacity[c.cheapest]
 	if slices.Equal(need, c.reserved) {
 		return
 	}
@@ -232,6 +233,59 @@ func (s *solve) reserve(c *claim) {
 	}
 	copy(c.reserved, need)
 	ps.version++
+}
+
+// withinLimits removes from opts the types that would take claim c past its
+// pool's limits if it grew into them.
+func (s *solve) withinLimits(c *claim, opts bitset.Set) {
+	p := c.pool
+	ps := &s.pools[p.idx]
+	if ps.remaining == nil {
+		return
+	}
+	for t := opts.First(); t >= 0; t = opts.Next(t + 1) {
+		for d, l := range p.limits {
+			if l < 0 {
+				continue
+			}
+			held := int64(0)
+			if c.reserved != nil {
+				held = c.reserved[d]
+			}
+			if p.capacity[t][d]-held > ps.remaining[d] {
+				opts.Remove(t)
+				break
+			}
+		}
+	}
+}
+
+// limitCaps shares what is left of each limited pool's limits evenly among
+// its claims: a claim may keep options up to its reservation plus its share.
+func (s *solve) limitCaps() map[*claim]resources.Vector {
+	caps := map[*claim]resources.Vector{}
+	perPool := map[int][]*claim{}
+	for _, c := range s.claims {
+		if s.pools[c.pool.idx].remaining != nil {
+			perPool[c.pool.idx] = append(perPool[c.pool.idx], c)
+		}
+	}
+	for idx, claims := range perPool {
+		p := s.m.pools[idx]
+		left := s.pools[idx].remaining
+		for _, c := range claims {
+			capv := slices.Clone(c.reserved)
+			for d, l := range p.limits {
+				if l < 0 {
+					capv[d] = math.MaxInt64
+				} else if left[d] > 0 {
+					capv[d] += left[d] / int64(len(claims))
+				}
+			}
+			caps[c] = capv
+		}
+	}
+	return caps
 }
 
 func slackLess(a, b *claim) int {

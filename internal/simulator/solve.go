@@ -250,6 +250,7 @@ func (s *solve) preparePods(in []*corev1.Pod) []*podInfo {
 func (s *solve) unbind(pi *podInfo) {
 	n := s.m.nodes[pi.node]
 	if s.nodeGone[pi.node] {
+		pi.node = -1
 		return
 	}
 	free := s.free(pi.node)
