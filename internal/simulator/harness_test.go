@@ -97,6 +97,7 @@ type tcase struct {
 type result struct {
 	plan *simulator.Plan
 	snap *simulator.Snapshot
+	req  simulator.Request
 	loc  map[string]string // pod -> "node/<name>" or "claim/<i>"
 }
 
@@ -141,6 +142,19 @@ func (r *result) countBy(prefix string, fn func(pod string) string) map[string]i
 	return out
 }
 
+func newResult(snap *simulator.Snapshot, req simulator.Request, plan *simulator.Plan) *result {
+	r := &result{plan: plan, snap: snap, req: req, loc: map[string]string{}}
+	for _, p := range plan.Placements {
+		r.loc[p.Pod.Name] = "node/" + p.Node
+	}
+	for i, c := range plan.NewNodeClaims {
+		for _, p := range c.Pods {
+			r.loc[p.Name] = fmt.Sprintf("claim/%d", i)
+		}
+	}
+	return r
+}
+
 func runCases(t *testing.T, cases map[string]tcase) {
 	t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
@@ -164,15 +178,7 @@ func runCase(t *testing.T, tc tcase) {
 	}
 	model := simulator.New(snap, tc.opts)
 	plan := model.Solve(req)
-	r := &result{plan: plan, snap: snap, loc: map[string]string{}}
-	for _, p := range plan.Placements {
-		r.loc[p.Pod.Name] = "node/" + p.Node
-	}
-	for i, c := range plan.NewNodeClaims {
-		for _, p := range c.Pods {
-			r.loc[p.Name] = fmt.Sprintf("claim/%d", i)
-		}
-	}
+	r := newResult(snap, req, plan)
 	reasons := map[string]string{}
 	for _, u := range plan.Unschedulable {
 		reasons[u.Pod.Name] = u.Reason
@@ -281,7 +287,9 @@ func verifyPlan(t *testing.T, snap *simulator.Snapshot, opts simulator.Options, 
 	}
 	nodes := map[string]simulator.Node{}
 	for _, n := range snap.Nodes {
-		nodes[n.Name] = n
+		if _, dup := nodes[n.Name]; !dup {
+			nodes[n.Name] = n
+		}
 	}
 	used := map[string]corev1.ResourceList{}
 	for _, p := range plan.Placements {
