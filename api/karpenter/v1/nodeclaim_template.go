@@ -2,7 +2,6 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodeSelectorRequirementWithMinValues is a node-selector requirement that may
@@ -61,8 +60,10 @@ type NodeClassReference struct {
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="name may not be empty"
 	// +required
 	Name string `json:"name"`
-	// group of the NodeClass, for example karpenter.k8s.aws (no version).
-	// +kubebuilder:validation:Pattern=`^[^/]*$`
+	// group of the NodeClass, for example karpenter.k8s.aws. A version suffix
+	// ("karpenter.k8s.aws/v1", as one upstream example writes it) is accepted
+	// and ignored: only one version of a NodeClass is ever served.
+	// +kubebuilder:validation:Pattern=`^[^/]+(/[^/]+)?$`
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="group may not be empty"
 	// +required
@@ -74,7 +75,6 @@ type NodeClaimTemplateSpec struct {
 	// taints are put on every node made from this template; pods must tolerate them.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$'))",message="taint key must be a qualified name"
 	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
@@ -83,7 +83,6 @@ type NodeClaimTemplateSpec struct {
 	// Pods need not tolerate them.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, x.key.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$'))",message="taint key must be a qualified name"
 	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
@@ -98,10 +97,8 @@ type NodeClaimTemplateSpec struct {
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// terminationGracePeriod bounds how long a node may drain once deletion starts:
 	// after it, pods are deleted regardless of PDBs and do-not-disrupt.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +optional
-	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	TerminationGracePeriod *Duration `json:"terminationGracePeriod,omitempty"`
 	// expireAfter is how long a node lives before it is replaced, or Never.
 	// +kubebuilder:default:="720h"
 	// +optional

@@ -3,6 +3,7 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // NodePoolSpec is what a platform team declares about a pool of nodes: what
@@ -44,7 +45,6 @@ type ObjectMeta struct {
 	// labels are put on every NodeClaim and Node of the pool.
 	// +kubebuilder:validation:MaxProperties=100
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x.matches('^([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$') && x.size() <= 316)",message="label keys must be qualified names"
-	// +kubebuilder:validation:XValidation:rule="self.all(x, self[x].size() <= 63 && self[x].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="label values must be at most 63 characters of letters, digits, '-', '_' or '.'"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != 'karpenter.sh/nodepool')",message="label \"karpenter.sh/nodepool\" is restricted"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x != 'kubernetes.io/hostname')",message="label \"kubernetes.io/hostname\" is restricted"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, x in ['beta.kubernetes.io/instance-type', 'failure-domain.beta.kubernetes.io/region', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'failure-domain.beta.kubernetes.io/zone', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'kubernetes.io/arch', 'kubernetes.io/os', 'node.kubernetes.io/windows-build'] || x.find('^([^/]+)').endsWith('node.kubernetes.io') || x.find('^([^/]+)').endsWith('node-restriction.kubernetes.io') || !x.find('^([^/]+)').endsWith('kubernetes.io'))",message="label domain \"kubernetes.io\" is restricted"
@@ -127,10 +127,13 @@ type Budget struct {
 	// +listType=atomic
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
-	// nodes is a count ("5") or a percentage of the pool's nodes ("10%", rounded up).
+	// nodes is a count (5 or "5") or a percentage of the pool's nodes ("10%", rounded up).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=10
 	// +kubebuilder:validation:Pattern=`^((100|[0-9]{1,2})%|[0-9]+)$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || self >= 0",message="nodes must not be negative"
 	// +kubebuilder:default:="10%"
-	Nodes string `json:"nodes"`
+	Nodes intstr.IntOrString `json:"nodes"`
 	// schedule is a cron expression (UTC; five fields or a macro such as @daily)
 	// at which the budget becomes active for duration.
 	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|([0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+ [0-9*,/?LW#A-Za-z-]+))$`

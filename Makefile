@@ -1,0 +1,43 @@
+# Dovetail build, generation, verification and tests.
+# Tools are pinned in hack/tools/go.mod and run with `go tool -modfile`.
+
+SHELL := /usr/bin/env bash -o pipefail
+GO ?= go
+CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
+# Generated files and the directories they live in; verify fails on any diff
+# or untracked file under these paths.
+PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
+
+.PHONY: all build generate verify test test-unit bench controlplane up clean
+
+all: build
+
+build: ## Build the dovetail binary into bin/
+	$(GO) build -o bin/dovetail ./cmd/dovetail
+
+generate: ## Regenerate deepcopy, CRDs and the embedded catalog
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	rm -f api/crds/*.yaml
+	$(CONTROLLER_GEN) crd paths=./api/karpenter/... paths=./api/aws/... paths=./api/kwok/... output:crd:artifacts:config=api/crds
+	$(GO) generate ./internal/...
+
+verify: generate ## Fail when a generated file is stale or untracked, or code is unformatted
+	@hack/verify.sh $(PATHS_TO_VERIFY)
+
+controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok into bin/
+	hack/build-controlplane.sh
+
+test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane)
+	$(GO) test ./...
+
+test-unit: ## Run the tests that need no control plane (everything outside test/)
+	$(GO) test $$($(GO) list ./... | grep -v /test/)
+
+bench: ## Run the simulator benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...
+
+up: build controlplane ## Start the local control plane with Dovetail
+	bin/dovetail up
+
+clean:
+	rm -rf bin/

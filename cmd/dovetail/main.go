@@ -1,0 +1,24 @@
+// Command dovetail is the Dovetail node autoscaler: the in-cluster controller,
+// a local control plane for trying it out, and tools to migrate manifests.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	streams := cli.StandardStreams()
+	err := cli.NewRootCommand(streams).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Re-copies the conformance fixtures (example manifests, converter fixtures)
+# from a directory (default: ../shared/conformance next to the checkout).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+src=${1:-$root/../shared/conformance}
+if [[ ! -d "$src/examples" || ! -d "$src/karpenter-convert" ]]; then
+  echo "update-conformance: $src has no examples/ and karpenter-convert/ directories" >&2
+  exit 1
+fi
+rm -rf "$root/test/conformance/examples" "$root/test/conformance/karpenter-convert"
+cp -r "$src/examples" "$src/karpenter-convert" "$root/test/conformance/"
+chmod -R u+w "$root/test/conformance"
+echo "update-conformance: copied fixtures from $src"

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUpRejectsBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"unknown flag":          {args: []string{"up", "--bogus"}, wantErr: "unknown flag: --bogus"},
+		"port not a number":     {args: []string{"up", "--apiserver-port", "high"}, wantErr: `invalid argument "high" for "--apiserver-port"`},
+		"port out of range":     {args: []string{"up", "--apiserver-port", "70000"}, wantErr: "--apiserver-port 70000 is out of range 1-65535"},
+		"negative port":         {args: []string{"up", "--apiserver-port=-1"}, wantErr: "--apiserver-port -1 is out of range"},
+		"missing bin directory": {args: []string{"up", "--bin-dir", missing}, wantErr: "--bin-dir " + missing + " is not a directory"},
+		"unexpected argument":   {args: []string{"up", "now"}, wantErr: `unknown command "now"`},
+		"unknown subcommand":    {args: []string{"launch"}, wantErr: `unknown command "launch"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			streams, _, out, _ := TestStreams()
+			root := NewRootCommand(streams)
+			root.SetArgs(tc.args)
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Execute(%v) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines; want one line: %q", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("wrote to stdout on bad input: %q", out.String())
+			}
+		})
+	}
+}

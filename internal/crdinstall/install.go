@@ -1,0 +1,71 @@
+// Package crdinstall creates or updates CustomResourceDefinitions and waits
+// until the API server serves them. `dovetail up`, the demo and the
+// integration tests install Dovetail's generated CRDs with it, so that every
+// environment runs exactly the committed schema.
+package crdinstall
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+)
+
+// Install creates each CRD, or updates it when it exists, then waits until
+// all of them are Established and their NamesAccepted.
+func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
+	client, err := apiextensionsclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating apiextensions client: %w", err)
+	}
+	crdClient := client.ApiextensionsV1().CustomResourceDefinitions()
+	for _, crd := range crds {
+		existing, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := crdClient.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+			}
+		case err != nil:
+			return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+		default:
+			updated := crd.DeepCopy()
+			updated.ResourceVersion = existing.ResourceVersion
+			if _, err := crdClient.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("updating CRD %s: %w", crd.Name, err)
+			}
+		}
+	}
+	for _, crd := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			got, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil //nolint:nilerr // retried until the timeout; the last error is reported below
+			}
+			return isEstablished(got), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+func isEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	established, accepted := false, false
+	for _, c := range crd.Status.Conditions {
+		switch c.Type {
+		case apiextensionsv1.Established:
+			established = c.Status == apiextensionsv1.ConditionTrue
+		case apiextensionsv1.NamesAccepted:
+			accepted = c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return established && accepted
+}

@@ -1,0 +1,363 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+// Cluster is the in-memory model. Its zero value is not usable; use NewCluster.
+type Cluster struct {
+	clock clock.PassiveClock
+
+	mu sync.RWMutex
+	// entries holds one stateEntry per machine, keyed by entryID.
+	entries map[string]*stateEntry
+	// nodeNames and claimNames index entries by Node and NodeClaim name.
+	nodeNames  map[string]string
+	claimNames map[string]string
+	// podsByNode holds the non-terminal pods bound to each node name. It is
+	// kept apart from entries so that a pod seen before its node still counts.
+	podsByNode map[string]map[podKey]*corev1.Pod
+	podNode    map[podKey]string
+	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
+	// marked holds the provider IDs (or names) that disruption chose to remove.
+	marked map[string]bool
+	// nominated holds, per node name, when its latest nomination expires.
+	nominated map[string]time.Time
+}
+
+// stateEntry is the stored form of a StateNode.
+type stateEntry struct {
+	node      *corev1.Node
+	nodeClaim *v1.NodeClaim
+}
+
+// NewCluster returns an empty model.
+func NewCluster(clk clock.PassiveClock) *Cluster {
+	return &Cluster{
+		clock:      clk,
+		entries:    map[string]*stateEntry{},
+		nodeNames:  map[string]string{},
+		claimNames: map[string]string{},
+		podsByNode: map[string]map[podKey]*corev1.Pod{},
+		podNode:    map[podKey]string{},
+		daemonSets: map[types.NamespacedName]*appsv1.DaemonSet{},
+		marked:     map[string]bool{},
+		nominated:  map[string]time.Time{},
+	}
+}
+
+// entryID keys a machine by its provider ID once known, else by name.
+func nodeEntryID(node *corev1.Node) string {
+	if node.Spec.ProviderID != "" {
+		return "pid/" + node.Spec.ProviderID
+	}
+	return "node/" + node.Name
+}
+
+func claimEntryID(nc *v1.NodeClaim) string {
+	if nc.Status.ProviderID != "" {
+		return "pid/" + nc.Status.ProviderID
+	}
+	return "nodeclaim/" + nc.Name
+}
+
+// UpdateNode records the latest version of a Node. Only informers call it.
+func (c *Cluster) UpdateNode(node *corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := nodeEntryID(node)
+	if old, ok := c.nodeNames[node.Name]; ok && old != id {
+		c.moveNode(old, id)
+	}
+	e := c.entry(id)
+	e.node = node
+	c.nodeNames[node.Name] = id
+}
+
+// DeleteNode forgets a Node. Only informers call it.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.nodeNames[name]
+	if !ok {
+		return
+	}
+	delete(c.nodeNames, name)
+	delete(c.podsByNode, name)
+	delete(c.nominated, name)
+	if e := c.entries[id]; e != nil {
+		e.node = nil
+		if e.nodeClaim == nil {
+			delete(c.entries, id)
+		}
+	}
+}
+
+// UpdateNodeClaim records the latest version of a NodeClaim. Only informers call it.
+func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := claimEntryID(nc)
+	if old, ok := c.claimNames[nc.Name]; ok && old != id {
+		c.moveClaim(old, id)
+	}
+	e := c.entry(id)
+	e.nodeClaim = nc
+	c.claimNames[nc.Name] = id
+}
+
+// DeleteNodeClaim forgets a NodeClaim. Only informers call it.
+func (c *Cluster) DeleteNodeClaim(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.claimNames[name]
+	if !ok {
+		return
+	}
+	delete(c.claimNames, name)
+	if e := c.entries[id]; e != nil {
+		e.nodeClaim = nil
+		if e.node == nil {
+			delete(c.entries, id)
+			delete(c.marked, id)
+		}
+	}
+}
+
+// UpdatePod records a pod: bound and not terminal pods count on their node.
+// Only informers call it.
+func (c *Cluster) UpdatePod(pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := keyOf(pod)
+	c.unbind(key)
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return
+	}
+	pods := c.podsByNode[pod.Spec.NodeName]
+	if pods == nil {
+		pods = map[podKey]*corev1.Pod{}
+		c.podsByNode[pod.Spec.NodeName] = pods
+	}
+	pods[key] = pod
+	c.podNode[key] = pod.Spec.NodeName
+}
+
+// DeletePod forgets a pod. Only informers call it.
+func (c *Cluster) DeletePod(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbind(key)
+}
+
+// UpdateDaemonSet records a daemonset. Only informers call it.
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemonSets[client.ObjectKeyFromObject(ds)] = ds
+}
+
+// DeleteDaemonSet forgets a daemonset. Only informers call it.
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, key)
+}
+
+func (c *Cluster) unbind(key podKey) {
+	if node, ok := c.podNode[key]; ok {
+		delete(c.podsByNode[node], key)
+		if len(c.podsByNode[node]) == 0 {
+			delete(c.podsByNode, node)
+		}
+		delete(c.podNode, key)
+	}
+}
+
+func (c *Cluster) entry(id string) *stateEntry {
+	e := c.entries[id]
+	if e == nil {
+		e = &stateEntry{}
+		c.entries[id] = e
+	}
+	return e
+}
+
+// moveNode moves the node of entry from to entry to (its provider ID appeared).
+func (c *Cluster) moveNode(from, to string) {
+	if e := c.entries[from]; e != nil {
+		if e.nodeClaim == nil {
+			delete(c.entries, from)
+		} else {
+			e.node = nil
+		}
+	}
+}
+
+// moveClaim moves the claim of entry from to entry to (it was launched).
+func (c *Cluster) moveClaim(from, to string) {
+	if e := c.entries[from]; e != nil {
+		if e.node == nil {
+			delete(c.entries, from)
+		} else {
+			e.nodeClaim = nil
+		}
+	}
+	if c.marked[from] {
+		delete(c.marked, from)
+		c.marked[to] = true
+	}
+}
+
+// MarkForDeletion marks the machines with these provider IDs (or, before
+// launch, NodeClaim names) as being removed by a disruption command: nothing
+// is placed on them and their pods are rescheduled in simulations.
+func (c *Cluster) MarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.marked[c.idOf(id)] = true
+	}
+}
+
+// UnmarkForDeletion undoes MarkForDeletion (a disruption command was rolled back).
+func (c *Cluster) UnmarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.marked, c.idOf(id))
+	}
+}
+
+func (c *Cluster) idOf(providerIDOrName string) string {
+	if id, ok := c.claimNames[providerIDOrName]; ok {
+		return id
+	}
+	if id, ok := c.nodeNames[providerIDOrName]; ok {
+		return id
+	}
+	return "pid/" + providerIDOrName
+}
+
+// NominateNodeForPod records that a pod is expected to land on the node; the
+// node is not disrupted until the nomination expires.
+func (c *Cluster) NominateNodeForPod(nodeName string, window time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nominated[nodeName] = c.clock.Now().Add(window)
+}
+
+// Nodes returns a copy of every machine in the model, sorted by name.
+func (c *Cluster) Nodes() []*StateNode {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	nodes := make([]*StateNode, 0, len(c.entries))
+	for id, e := range c.entries {
+		nodes = append(nodes, c.stateNode(id, e))
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name() < nodes[j].Name() })
+	return nodes
+}
+
+// NodeForProviderID returns the machine with that provider ID, if known.
+func (c *Cluster) NodeForProviderID(providerID string) (*StateNode, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	id := "pid/" + providerID
+	e, ok := c.entries[id]
+	if !ok {
+		return nil, false
+	}
+	return c.stateNode(id, e), true
+}
+
+// DaemonSets returns the known daemonsets, sorted by namespace and name.
+func (c *Cluster) DaemonSets() []*appsv1.DaemonSet {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	keys := slices.SortedFunc(maps.Keys(c.daemonSets), func(a, b types.NamespacedName) int {
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	})
+	out := make([]*appsv1.DaemonSet, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, c.daemonSets[k])
+	}
+	return out
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// stateNode builds the read-only view of an entry. Callers hold the lock.
+func (c *Cluster) stateNode(id string, e *stateEntry) *StateNode {
+	n := &StateNode{Node: e.node, NodeClaim: e.nodeClaim}
+	n.MarkedForDeletion = c.marked[id] || n.Deleting()
+	if e.node != nil {
+		pods := c.podsByNode[e.node.Name]
+		n.Pods = make([]*corev1.Pod, 0, len(pods))
+		for _, p := range pods {
+			n.Pods = append(n.Pods, p)
+		}
+		sort.Slice(n.Pods, func(i, j int) bool {
+			a, b := n.Pods[i], n.Pods[j]
+			return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
+		})
+		n.NominatedUntil = c.nominated[e.node.Name]
+	} else if e.nodeClaim != nil {
+		n.NominatedUntil = c.nominated[e.nodeClaim.Name]
+	}
+	return n
+}
+
+// Synced reports whether the model holds every NodeClaim and Node the
+// (cached) reader holds, with the same provider IDs. Controllers take no
+// decision while it is false.
+func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error) {
+	claims := &v1.NodeClaimList{}
+	if err := reader.List(ctx, claims); err != nil {
+		return false, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := reader.List(ctx, nodes); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i := range claims.Items {
+		id, ok := c.claimNames[claims.Items[i].Name]
+		if !ok || id != claimEntryID(&claims.Items[i]) {
+			return false, nil
+		}
+	}
+	for i := range nodes.Items {
+		id, ok := c.nodeNames[nodes.Items[i].Name]
+		if !ok || id != nodeEntryID(&nodes.Items[i]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}

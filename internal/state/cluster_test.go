@@ -1,0 +1,172 @@
+package state
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+func claim(name, providerID string) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{
+			NodeClaimTemplateSpec: v1.NodeClaimTemplateSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}},
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"small", "large"}},
+			}},
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		},
+		Status: v1.NodeClaimStatus{ProviderID: providerID},
+	}
+}
+
+func node(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+}
+
+func pod(name, nodeName string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: nodeName}, Status: corev1.PodStatus{Phase: phase}}
+}
+
+// summary is what a test checks about each machine.
+type summary struct {
+	Name     string
+	HasNode  bool
+	HasClaim bool
+	Pods     []string
+	Marked   bool
+}
+
+func summarize(c *Cluster) []summary {
+	var out []summary
+	for _, n := range c.Nodes() {
+		s := summary{Name: n.Name(), HasNode: n.Node != nil, HasClaim: n.NodeClaim != nil, Marked: n.MarkedForDeletion}
+		for _, p := range n.Pods {
+			s.Pods = append(s.Pods, p.Name)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestClusterBookkeeping(t *testing.T) {
+	cases := map[string]struct {
+		steps []func(c *Cluster)
+		want  []summary
+	}{
+		"in-flight claim": {
+			steps: []func(*Cluster){func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "")) }},
+			want:  []summary{{Name: "nc-1", HasClaim: true}},
+		},
+		"claim launched, then its node registers": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "")) },
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+			},
+			want: []summary{{Name: "node-a", HasNode: true, HasClaim: true}},
+		},
+		"node seen before its claim": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
+			},
+			want: []summary{{Name: "node-a", HasNode: true, HasClaim: true}},
+		},
+		"node gets its provider id later": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNode(node("node-a", "")) },
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+			},
+			want: []summary{{Name: "node-a", HasNode: true, HasClaim: true}},
+		},
+		"pods bound before their node is known, terminal pods ignored": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdatePod(pod("p1", "node-a", corev1.PodRunning)) },
+				func(c *Cluster) { c.UpdatePod(pod("p2", "node-a", corev1.PodSucceeded)) },
+				func(c *Cluster) { c.UpdatePod(pod("p3", "", corev1.PodPending)) },
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+			},
+			want: []summary{{Name: "node-a", HasNode: true, Pods: []string{"p1"}}},
+		},
+		"pod moves and is deleted": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNode(node("node-b", "kwok://b")) },
+				func(c *Cluster) { c.UpdatePod(pod("p1", "node-a", corev1.PodRunning)) },
+				func(c *Cluster) { c.UpdatePod(pod("p2", "node-a", corev1.PodRunning)) },
+				func(c *Cluster) { c.UpdatePod(pod("p1", "node-b", corev1.PodRunning)) },
+				func(c *Cluster) { c.DeletePod(types.NamespacedName{Namespace: "ns", Name: "p2"}) },
+			},
+			want: []summary{{Name: "node-a", HasNode: true}, {Name: "node-b", HasNode: true, Pods: []string{"p1"}}},
+		},
+		"node deleted keeps its claim; claim deleted removes the machine": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-2", "kwok://b")) },
+				func(c *Cluster) { c.DeleteNode("node-a") },
+				func(c *Cluster) { c.DeleteNodeClaim("nc-2") },
+			},
+			want: []summary{{Name: "nc-1", HasClaim: true}},
+		},
+		"marks follow the claim when it is launched, and can be undone": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "")) },
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-2", "")) },
+				func(c *Cluster) { c.MarkForDeletion("nc-1", "nc-2") },
+				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
+				func(c *Cluster) { c.UnmarkForDeletion("nc-2") },
+			},
+			want: []summary{{Name: "nc-1", HasClaim: true, Marked: true}, {Name: "nc-2", HasClaim: true}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+			for _, step := range tc.steps {
+				step(c)
+			}
+			if diff := cmp.Diff(tc.want, summarize(c)); diff != "" {
+				t.Errorf("model mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInFlightClaimView(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	c.UpdateNodeClaim(claim("nc-1", ""))
+	n := c.Nodes()[0]
+	if !n.InFlight() || n.Initialized() {
+		t.Errorf("in-flight claim: InFlight=%v Initialized=%v", n.InFlight(), n.Initialized())
+	}
+	if got := n.Labels()[corev1.LabelTopologyZone]; got != "zone-a" {
+		t.Errorf("single-valued zone requirement not a label: %q", got)
+	}
+	if _, ok := n.Labels()[corev1.LabelInstanceTypeStable]; ok {
+		t.Error("multi-valued instance-type requirement became a label")
+	}
+	if got := n.Allocatable()[corev1.ResourceCPU]; got.String() != "1" {
+		t.Errorf("unlaunched claim allocatable cpu = %s, want its requests (1)", got.String())
+	}
+}
+
+func TestNomination(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := NewCluster(clk)
+	c.UpdateNode(node("node-a", "kwok://a"))
+	c.NominateNodeForPod("node-a", 20*time.Second)
+	if got, want := c.Nodes()[0].NominatedUntil, clk.Now().Add(20*time.Second); !got.Equal(want) {
+		t.Errorf("NominatedUntil = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,113 @@
+// Package informer holds the thin reconcilers that keep the cluster-state
+// model (package state) in step with the API server: one per kind, whose only
+// job is to copy the latest object into the model or remove it. They are the
+// model's only writers; updates go through controller-runtime work queues
+// (retried with backoff), never through side effects in predicates.
+package informer
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+)
+
+// Controller copies one kind of object into the cluster-state model.
+type Controller struct {
+	name    string
+	object  func() client.Object
+	update  func(client.Object)
+	remove  func(key client.ObjectKey)
+	workers int
+	reader  client.Reader
+}
+
+// Name identifies the controller in logs and metrics.
+func (c *Controller) Name() string { return c.name }
+
+// Reconcile reads the object from the (cached) reader and records it, or
+// forgets it when it is gone.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := c.object()
+	if err := c.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.remove(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading %s: %w", req.NamespacedName, err)
+	}
+	c.update(obj)
+	return reconcile.Result{}, nil
+}
+
+// Register adds the controller to the manager.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	c.reader = mgr.GetClient()
+	return builder.ControllerManagedBy(mgr).
+		Named(c.name).
+		For(c.object()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.workers}).
+		Complete(c)
+}
+
+// NewNodeController keeps Nodes in the model.
+func NewNodeController(cluster *state.Cluster) *Controller {
+	return &Controller{
+		name:    "state.node",
+		object:  func() client.Object { return &corev1.Node{} },
+		update:  func(o client.Object) { cluster.UpdateNode(o.(*corev1.Node)) },
+		remove:  func(k client.ObjectKey) { cluster.DeleteNode(k.Name) },
+		workers: 10,
+	}
+}
+
+// NewNodeClaimController keeps NodeClaims in the model.
+func NewNodeClaimController(cluster *state.Cluster) *Controller {
+	return &Controller{
+		name:    "state.nodeclaim",
+		object:  func() client.Object { return &v1.NodeClaim{} },
+		update:  func(o client.Object) { cluster.UpdateNodeClaim(o.(*v1.NodeClaim)) },
+		remove:  func(k client.ObjectKey) { cluster.DeleteNodeClaim(k.Name) },
+		workers: 10,
+	}
+}
+
+// NewPodController keeps pods (their node bindings) in the model.
+func NewPodController(cluster *state.Cluster) *Controller {
+	return &Controller{
+		name:    "state.pod",
+		object:  func() client.Object { return &corev1.Pod{} },
+		update:  func(o client.Object) { cluster.UpdatePod(o.(*corev1.Pod)) },
+		remove:  cluster.DeletePod,
+		workers: 20,
+	}
+}
+
+// NewDaemonSetController keeps daemonsets in the model.
+func NewDaemonSetController(cluster *state.Cluster) *Controller {
+	return &Controller{
+		name:    "state.daemonset",
+		object:  func() client.Object { return &appsv1.DaemonSet{} },
+		update:  func(o client.Object) { cluster.UpdateDaemonSet(o.(*appsv1.DaemonSet)) },
+		remove:  cluster.DeleteDaemonSet,
+		workers: 2,
+	}
+}
+
+// NewControllers returns every informer controller of the model.
+func NewControllers(cluster *state.Cluster) []*Controller {
+	return []*Controller{
+		NewNodeController(cluster), NewNodeClaimController(cluster),
+		NewPodController(cluster), NewDaemonSetController(cluster),
+	}
+}

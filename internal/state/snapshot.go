@@ -1,0 +1,87 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+)
+
+// Snapshot builds the simulator's input from the model, under one read lock:
+// every machine (existing nodes and in-flight NodeClaims, with their bound
+// pods) and the daemonsets, plus the given pending pods and NodePools.
+//
+// An in-flight claim that has not been launched counts against its pool's
+// limits with the largest capacity among its instance-type options (the
+// provider may launch any of them), as Karpenter does.
+func (c *Cluster) Snapshot(pods []*corev1.Pod, pools []simulator.NodePool) *simulator.Snapshot {
+	types := instanceTypesByPool(pools)
+	nodes := c.Nodes()
+	snapshot := &simulator.Snapshot{
+		Pods:       pods,
+		NodePools:  pools,
+		DaemonSets: c.DaemonSets(),
+		Nodes:      make([]simulator.Node, 0, len(nodes)),
+	}
+	for _, n := range nodes {
+		capacity := n.Capacity()
+		if len(capacity) == 0 && n.NodeClaim != nil {
+			capacity = maxCapacity(n, types[n.NodePoolName()])
+		}
+		snapshot.Nodes = append(snapshot.Nodes, simulator.Node{
+			Name:              n.Name(),
+			NodePool:          n.NodePoolName(),
+			Labels:            n.Labels(),
+			Taints:            n.Taints(),
+			Allocatable:       n.Allocatable(),
+			Capacity:          capacity,
+			Pods:              n.Pods,
+			InFlight:          n.InFlight(),
+			Initialized:       n.Initialized(),
+			MarkedForDeletion: n.MarkedForDeletion,
+			Unschedulable:     n.Node != nil && n.Node.Spec.Unschedulable,
+		})
+	}
+	return snapshot
+}
+
+func instanceTypesByPool(pools []simulator.NodePool) map[string]map[string]*cloudprovider.InstanceType {
+	out := make(map[string]map[string]*cloudprovider.InstanceType, len(pools))
+	for _, p := range pools {
+		byName := make(map[string]*cloudprovider.InstanceType, len(p.InstanceTypes))
+		for _, it := range p.InstanceTypes {
+			byName[it.Name] = it
+		}
+		out[p.NodePool.Name] = byName
+	}
+	return out
+}
+
+// maxCapacity is the per-resource maximum capacity over the claim's
+// node.kubernetes.io/instance-type options; the claim's requests when the
+// options are unknown.
+func maxCapacity(n *StateNode, types map[string]*cloudprovider.InstanceType) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, r := range n.NodeClaim.Spec.Requirements {
+		if r.Key != corev1.LabelInstanceTypeStable || r.Operator != corev1.NodeSelectorOpIn {
+			continue
+		}
+		for _, name := range r.Values {
+			it, ok := types[name]
+			if !ok {
+				continue
+			}
+			for res, q := range it.Capacity {
+				if cur, ok := out[res]; !ok || q.Cmp(cur) > 0 {
+					out[res] = q.DeepCopy()
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		for res, q := range n.NodeClaim.Spec.Resources.Requests {
+			out[res] = q.DeepCopy()
+		}
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package state
+
+import (
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+// StateNode is one machine as the model sees it: a Node, a NodeClaim, or
+// both once the claim's instance has registered. Values returned by Cluster
+// are copies; the Node, NodeClaim and pods they point to are shared and must
+// not be modified.
+type StateNode struct {
+	// Node is nil while the NodeClaim is in flight.
+	Node *corev1.Node
+	// NodeClaim is nil for nodes Dovetail does not manage.
+	NodeClaim *v1.NodeClaim
+	// Pods bound to the node that are not terminal.
+	Pods []*corev1.Pod
+	// MarkedForDeletion is set when the node or claim is being deleted, or a
+	// disruption command chose it.
+	MarkedForDeletion bool
+	// NominatedUntil is when the latest nomination of a pod onto this node
+	// expires; disruption leaves nominated nodes alone.
+	NominatedUntil time.Time
+}
+
+// Name is the Node name, or the NodeClaim name while the claim is in flight.
+func (n *StateNode) Name() string {
+	if n.Node != nil {
+		return n.Node.Name
+	}
+	if n.NodeClaim != nil {
+		return n.NodeClaim.Name
+	}
+	return ""
+}
+
+// ProviderID identifies the instance, or "" before launch.
+func (n *StateNode) ProviderID() string {
+	if n.Node != nil && n.Node.Spec.ProviderID != "" {
+		return n.Node.Spec.ProviderID
+	}
+	if n.NodeClaim != nil {
+		return n.NodeClaim.Status.ProviderID
+	}
+	return ""
+}
+
+// Managed reports whether Dovetail launched the node.
+func (n *StateNode) Managed() bool { return n.NodeClaim != nil }
+
+// NodePoolName is the owning NodePool, or "".
+func (n *StateNode) NodePoolName() string {
+	if n.NodeClaim != nil {
+		return n.NodeClaim.Labels[v1.NodePoolLabelKey]
+	}
+	if n.Node != nil {
+		return n.Node.Labels[v1.NodePoolLabelKey]
+	}
+	return ""
+}
+
+// InFlight reports a NodeClaim whose Node has not registered yet.
+func (n *StateNode) InFlight() bool { return n.Node == nil }
+
+// Initialized reports a node that is ready for pods: initialized by its
+// NodeClaim's lifecycle, or Ready for unmanaged nodes.
+func (n *StateNode) Initialized() bool {
+	if n.Node == nil {
+		return false
+	}
+	if n.NodeClaim != nil {
+		return n.Node.Labels[v1.NodeInitializedLabelKey] == "true"
+	}
+	for _, c := range n.Node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Labels are the Node's labels, or for an in-flight claim the labels it will
+// have: its own plus every requirement that allows a single value.
+func (n *StateNode) Labels() map[string]string {
+	if n.Node != nil {
+		return n.Node.Labels
+	}
+	labels := maps.Clone(n.NodeClaim.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, r := range n.NodeClaim.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	return labels
+}
+
+// Taints are the Node's taints, or the claim's taints and startup taints.
+func (n *StateNode) Taints() []corev1.Taint {
+	if n.Node != nil {
+		return n.Node.Spec.Taints
+	}
+	taints := append([]corev1.Taint{}, n.NodeClaim.Spec.Taints...)
+	return append(taints, n.NodeClaim.Spec.StartupTaints...)
+}
+
+// Allocatable is what pods may use. For a claim whose instance has not been
+// launched it is the claim's resource requests: the claim was made for pods
+// that fit in them, and counting them keeps the next provisioning loop from
+// launching a second node for the same pods.
+func (n *StateNode) Allocatable() corev1.ResourceList {
+	if n.Node != nil && len(n.Node.Status.Allocatable) > 0 {
+		return n.Node.Status.Allocatable
+	}
+	if n.NodeClaim != nil {
+		if len(n.NodeClaim.Status.Allocatable) > 0 {
+			return n.NodeClaim.Status.Allocatable
+		}
+		return n.NodeClaim.Spec.Resources.Requests
+	}
+	return nil
+}
+
+// Capacity is the machine's capacity, as counted against NodePool limits;
+// nil before launch.
+func (n *StateNode) Capacity() corev1.ResourceList {
+	if n.Node != nil && len(n.Node.Status.Capacity) > 0 {
+		return n.Node.Status.Capacity
+	}
+	if n.NodeClaim != nil {
+		return n.NodeClaim.Status.Capacity
+	}
+	return nil
+}
+
+// Deleting reports a node or claim with a deletion timestamp.
+func (n *StateNode) Deleting() bool {
+	return (n.Node != nil && n.Node.DeletionTimestamp != nil) ||
+		(n.NodeClaim != nil && n.NodeClaim.DeletionTimestamp != nil)
+}
+
+// podKey identifies a pod.
+type podKey = types.NamespacedName
+
+func keyOf(pod *corev1.Pod) podKey { return podKey{Namespace: pod.Namespace, Name: pod.Name} }
