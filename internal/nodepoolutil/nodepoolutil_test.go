@@ -28,14 +28,16 @@ func TestTemplateHash(t *testing.T) {
 		mutate    func(*v1.NodePool)
 		wantDrift bool
 	}{
-		"another name and weight":   {mutate: func(np *v1.NodePool) { np.Name = "other"; np.Spec.Weight = ptr.To[int32](5) }},
-		"requirements changed":      {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements = nil }},
-		"disruption changed":        {mutate: func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty }},
-		"label added":               {mutate: func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels["c"] = "3" }, wantDrift: true},
-		"taint added":               {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}} }, wantDrift: true},
-		"node class changed":        {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" }, wantDrift: true},
-		"expireAfter changed":       {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("24h") }, wantDrift: true},
-		"grace period set":          {mutate: func(np *v1.NodePool) { d := v1.NewDuration(3600e9); np.Spec.Template.Spec.TerminationGracePeriod = &d }, wantDrift: true},
+		"another name and weight": {mutate: func(np *v1.NodePool) { np.Name = "other"; np.Spec.Weight = ptr.To[int32](5) }},
+		"requirements changed":    {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements = nil }},
+		"disruption changed":      {mutate: func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty }},
+		"label added":             {mutate: func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels["c"] = "3" }, wantDrift: true},
+		"taint added": {mutate: func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}
+		}, wantDrift: true},
+		"node class changed":  {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" }, wantDrift: true},
+		"expireAfter changed": {mutate: func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("24h") }, wantDrift: true},
+		"grace period set":    {mutate: func(np *v1.NodePool) { d := v1.NewDuration(3600e9); np.Spec.Template.Spec.TerminationGracePeriod = &d }, wantDrift: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -13,12 +13,14 @@ import (
 // starts as, given the limits left. It is rebuilt when the limits change.
 func (s *solve) fresh(p *pool) *claim {
 	ps := &s.pools[p.idx]
-	if ps.fresh == nil || ps.fresh.version != ps.version {
+	binding := s.limitsBind(p, nil)
+	if ps.fresh == nil || (binding || ps.freshLimited) && ps.fresh.version != ps.version {
 		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, version: ps.version}
 		c.pairs = s.m.allowedPairs(p, p.base)
 		c.allPairs = c.pairs.Count() == len(p.pairZone)
 		c.reqMask = p.viable.Copy()
-		if ps.remaining != nil {
+		ps.freshLimited = binding
+		if binding {
 			for t := c.reqMask.First(); t >= 0; t = c.reqMask.Next(t + 1) {
 				for d, l := range p.limits {
 					if l >= 0 && p.capacity[t][d] > ps.remaining[d] {
@@ -235,12 +237,35 @@ func (s *solve) reserve(c *claim) {
 	ps.version++
 }
 
+// limitsBind reports whether some type of pool p is too big for what is left
+// of its limits (beyond what claim c, if any, already holds). Limits "so
+// large they never bind" then cost nothing.
+func (s *solve) limitsBind(p *pool, c *claim) bool {
+	ps := &s.pools[p.idx]
+	if ps.remaining == nil {
+		return false
+	}
+	for d, l := range p.limits {
+		if l < 0 {
+			continue
+		}
+		held := int64(0)
+		if c != nil && c.reserved != nil {
+			held = c.reserved[d]
+		}
+		if p.maxCapacity[d]-held > ps.remaining[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // withinLimits removes from opts the types that would take claim c past its
 // pool's limits if it grew into them.
 func (s *solve) withinLimits(c *claim, opts bitset.Set) {
 	p := c.pool
 	ps := &s.pools[p.idx]
-	if ps.remaining == nil {
+	if !s.limitsBind(p, c) {
 		return
 	}
 	for t := opts.First(); t >= 0; t = opts.Next(t + 1) {

@@ -65,6 +65,7 @@ type poolState struct {
 	remainingNodes int64            // -1: unlimited
 	version        int              // bumped when remaining changes
 	fresh          *claim           // template claim for the current version
+	freshLimited   bool             // the template was narrowed by limits
 }
 
 // Solve runs one simulation: it places req.Pods onto the model's nodes and
