@@ -15,7 +15,7 @@ func (s *solve) fresh(p *pool) *claim {
 	ps := &s.pools[p.idx]
 	binding := s.limitsBind(p, nil)
 	if ps.fresh == nil || (binding || ps.freshLimited) && ps.fresh.version != ps.version {
-		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, version: ps.version}
+		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, target: -1, version: ps.version}
 		c.pairs = s.m.allowedPairs(p, p.base)
 		c.allPairs = c.pairs.Count() == len(p.pairZone)
 		c.reqMask = p.viable.Copy()
@@ -75,13 +75,28 @@ func (s *solve) bestNewClaim(pi *podInfo, v *podView) (*claim, addPlan, bool) {
 	return best, bestPlan, best != nil
 }
 
+// addSlack adds (sign 1) or removes (sign -1) a claim's room to the total.
+func (s *solve) addSlack(slack resources.Vector, sign int64) {
+	for d, a := range slack {
+		s.slackSum[d] += sign * max(a, 0)
+	}
+}
+
+// placed takes a placed pod out of the pending demand.
+func (s *solve) placed(pi *podInfo) {
+	s.demand.Sub(pi.req)
+	if pi.sig.ownNode {
+		s.ownNodeLeft--
+	}
+}
+
 // openClaim turns a template into a claim of this solve.
 func (s *solve) openClaim(tmpl *claim) *claim {
 	p := tmpl.pool
 	c := &claim{
 		id: int32(len(s.claims)), pool: p, reqs: tmpl.reqs, pairs: tmpl.pairs, allPairs: tmpl.allPairs,
 		reqMask: tmpl.reqMask.Copy(), options: tmpl.options.Copy(), requests: s.m.res.New(),
-		maxAlloc: tmpl.maxAlloc, ports: tmpl.ports, cheapest: -1,
+		maxAlloc: tmpl.maxAlloc, ports: tmpl.ports, cheapest: -1, target: -1,
 	}
 	c.loc = int32(len(s.m.nodes)) + c.id
 	s.claims = append(s.claims, c)
@@ -97,6 +112,7 @@ func (s *solve) openClaim(tmpl *claim) *claim {
 func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	if c.cheapest >= 0 {
 		s.unindex(c)
+		s.addSlack(c.slack, -1)
 	}
 	old := c.reqs
 	c.reqs = plan.reqs
@@ -106,10 +122,12 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	}
 	c.options.CopyFrom(plan.options)
 	c.requests.Add(pi.req)
-	c.cheapest, c.price = plan.cheapest, plan.price
+	c.cheapest, c.target, c.price = plan.cheapest, plan.target, plan.price
 	c.relaxed = c.relaxed || plan.relaxed
-	c.slack = slices.Clone(c.pool.effAlloc[c.cheapest])
+	c.slack = slices.Clone(c.pool.effAlloc[c.target])
 	c.slack.Sub(c.requests)
+	s.addSlack(c.slack, 1)
+	s.placed(pi)
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		if _, now := r.single(); !now {
@@ -224,7 +242,7 @@ func (s *solve) reserve(c *claim) {
 	if c.reserved == nil {
 		c.reserved = s.m.res.New()
 	}
-	need := p.capacity[c.cheapest]
+	need := p.capacity[c.target]
 	if slices.Equal(need, c.reserved) {
 		return
 	}

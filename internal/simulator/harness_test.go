@@ -36,11 +36,11 @@ const (
 	ctKey       = v1.CapacityTypeLabelKey
 )
 
-// catalog is the small instance-type catalog most cases use: general purpose
+// testCatalog is the small instance-type catalog most cases use: general purpose
 // (m) and compute (c) types in four sizes, an arm64 type, and a GPU type,
 // priced by PriceFromResources and offered in the fake provider's five
 // default offerings.
-func catalog() []*cloudprovider.InstanceType {
+func testCatalog() []*cloudprovider.InstanceType {
 	var out []*cloudprovider.InstanceType
 	for _, size := range []struct {
 		name string
@@ -66,7 +66,7 @@ func catalog() []*cloudprovider.InstanceType {
 
 func pool(np *v1.NodePool, types ...*cloudprovider.InstanceType) simulator.NodePool {
 	if len(types) == 0 {
-		types = catalog()
+		types = testCatalog()
 	}
 	return simulator.NodePool{NodePool: np, InstanceTypes: types}
 }
@@ -74,7 +74,7 @@ func pool(np *v1.NodePool, types ...*cloudprovider.InstanceType) simulator.NodeP
 // tcase is one table-test case: a snapshot, options, a request, and what the
 // plan must look like.
 type tcase struct {
-	pools      []simulator.NodePool // default: "default" over catalog()
+	pools      []simulator.NodePool // default: "default" over testCatalog()
 	nodes      []simulator.Node
 	pods       []*corev1.Pod
 	daemonsets []*appsv1.DaemonSet

@@ -55,7 +55,7 @@ func TestInvalidInput(t *testing.T) {
 			pods:  []*corev1.Pod{pod("p").Obj()}, claims: 0, placed: map[string]string{"p": "n"},
 		},
 		"nil instance types are skipped": {
-			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), append([]*cloudprovider.InstanceType{nil}, catalog()...)...)},
+			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), append([]*cloudprovider.InstanceType{nil}, testCatalog()...)...)},
 			pods:  []*corev1.Pod{pod("p").Obj()}, claims: 1,
 		},
 		"minValues below one": {

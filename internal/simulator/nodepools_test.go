@@ -175,7 +175,7 @@ func TestNodePools(t *testing.T) {
 			unschedulable: map[string]string{"p": "limits reached"},
 		},
 		"limits use the usage given for the pool": {
-			pools: []simulator.NodePool{{NodePool: dtesting.MakeNodePool("default").Limit("cpu", "10").Obj(), InstanceTypes: catalog(),
+			pools: []simulator.NodePool{{NodePool: dtesting.MakeNodePool("default").Limit("cpu", "10").Obj(), InstanceTypes: testCatalog(),
 				Usage: corev1.ResourceList{corev1.ResourceCPU: mustQ("9")}}},
 			pods:          []*corev1.Pod{pod("p").Obj()},
 			claims:        0,

@@ -253,6 +253,7 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 		s.nodePorts[i] = append(slices.Clone(s.ports(i)), v.sig.ports...)
 	}
 	s.nodePods[i] = append(s.nodePods[i], pi)
+	s.placed(pi)
 	for _, id := range s.selectedBy(pi.sig) {
 		t := s.tg(id)
 		if t.kind == tgSpread && !t.nodeOK[n.idx] {
@@ -373,7 +374,7 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	growCost := 0.0
 	keepGrow := func(c *claim, p *addPlan) {
 		cost := p.price - c.price
-		if grow == nil || cost < growCost-1e-9 {
+		if grow == nil || cost < growCost-1e-12 {
 			grow, growCost = c, cost
 			growPlan = p.keep()
 		}
@@ -392,7 +393,7 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 		if !ok {
 			continue
 		}
-		if plan.cheapest == c.cheapest {
+		if plan.target == c.target && plan.price <= c.price {
 			s.commitClaim(c, pi, v, &plan)
 			return true
 		}
@@ -415,8 +416,11 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	}
 	// 3. A new claim, from the heaviest NodePool that can take the pod.
 	fresh, freshPlan, ok := s.bestNewClaim(pi, v)
+	if ok {
+		s.chooseTarget(fresh.pool, &freshPlan, req)
+	}
 	switch {
-	case grow != nil && (!ok || growCost <= freshPlan.price+1e-9):
+	case grow != nil && (!ok || s.preferGrowth(grow, &growPlan, &freshPlan, req)):
 		s.commitClaim(grow, pi, v, &growPlan)
 		return true
 	case ok:

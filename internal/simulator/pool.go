@@ -46,6 +46,7 @@ type pool struct {
 	daemon      []resources.Vector // per type, daemonset overhead
 	fit         []dimIndex         // per resource dimension
 	largest     resources.Vector   // component-wise max of effAlloc over viable types
+	hull        []hullPoint        // capacity per dollar (see cost.go)
 
 	daemonPorts []hostPort
 
@@ -345,6 +346,7 @@ func (m *Model) finishPool(p *pool) {
 		slices.Reverse(di.geq)
 		p.fit[d] = di
 	}
+	p.hull = buildHull(p)
 }
 
 // fitMask narrows dst to the viable types with room for requests.

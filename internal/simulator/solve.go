@@ -50,13 +50,16 @@ type solve struct {
 	poolTol  [][]int8 // per view: per pool
 	eligible map[[2]int32][]int32
 
-	masks     map[string]bitset.Set
-	keyBuf    []byte
-	optBuf    bitset.Set
-	orders    map[string][]int32
-	maskBuf   bitset.Set
-	sumBuf    resources.Vector
-	placement []Placement
+	masks       map[string]bitset.Set
+	keyBuf      []byte
+	optBuf      bitset.Set
+	orders      map[string][]int32
+	maskBuf     bitset.Set
+	sumBuf      resources.Vector
+	placement   []Placement
+	demand      resources.Vector // requests of the pods not placed yet
+	slackSum    resources.Vector // room left in the open claims' targets
+	ownNodeLeft int              // pods not placed yet that need a node of their own
 }
 
 // poolState is what a solve uses up of a NodePool's limits.
@@ -485,10 +488,27 @@ func (s *solve) ports(i int32) []hostPort {
 // relaxed one at a time and is retried at once; if it still does not fit it
 // waits for the next pass. Passes repeat while they place something (a pod
 // with affinity to another pending pod goes through once that pod is placed).
+// Generic pods (see generic.go) go last, in bulk.
 func (s *solve) run(pods []*podInfo) []*podInfo {
-	queue := pods
-	for {
-		var failed []*podInfo
+	s.demand = s.m.res.New()
+	s.slackSum = s.m.res.New()
+	for _, pi := range pods {
+		s.demand.Add(pi.req)
+		if pi.sig.ownNode {
+			s.ownNodeLeft++
+		}
+	}
+	var queue, generic []*podInfo
+	for _, pi := range pods {
+		if s.isGeneric(pi, pi.sig.views[pi.level]) {
+			generic = append(generic, pi)
+		} else {
+			queue = append(queue, pi)
+		}
+	}
+	var failed []*podInfo
+	for len(queue) > 0 {
+		failed = nil
 		progress := false
 		for _, pi := range queue {
 			if s.place(pi) {
@@ -497,11 +517,12 @@ func (s *solve) run(pods []*podInfo) []*podInfo {
 				failed = append(failed, pi)
 			}
 		}
-		if len(failed) == 0 || !progress {
-			return failed
+		if !progress {
+			break
 		}
 		queue = failed
 	}
+	return append(failed, s.packGeneric(generic)...)
 }
 
 func (s *solve) place(pi *podInfo) bool {
