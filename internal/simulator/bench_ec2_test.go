@@ -29,9 +29,29 @@ import (
 // memory could be bought in fractions of the general pool's types, each at its
 // cheapest offering (a two-constraint linear program, solved exactly).
 
-func BenchmarkEC2Mix1000(b *testing.B)  { benchmarkEC2(b, 1000) }
-func BenchmarkEC2Mix5000(b *testing.B)  { benchmarkEC2(b, 5000) }
-func BenchmarkEC2Mix20000(b *testing.B) { benchmarkEC2(b, 20000) }
+func BenchmarkEC2Mix1000(b *testing.B)  { benchmarkEC2(b, ec2MixPods(1000)) }
+func BenchmarkEC2Mix5000(b *testing.B)  { benchmarkEC2(b, ec2MixPods(5000)) }
+func BenchmarkEC2Mix20000(b *testing.B) { benchmarkEC2(b, ec2MixPods(20000)) }
+
+// The generic parts of ec2-mix on their own: the same pods without the zonal
+// spread, the hostname anti-affinity and the GPU pods, so that the cost
+// ratio measures packing alone.
+func BenchmarkEC2Generic1000(b *testing.B)  { benchmarkEC2(b, genericPods(ec2MixPods(1000))) }
+func BenchmarkEC2Generic5000(b *testing.B)  { benchmarkEC2(b, genericPods(ec2MixPods(5000))) }
+func BenchmarkEC2Generic20000(b *testing.B) { benchmarkEC2(b, genericPods(ec2MixPods(20000))) }
+
+func genericPods(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if _, gpu := p.Spec.Containers[0].Resources.Requests[gpuResource]; gpu {
+			continue
+		}
+		p.Spec.TopologySpreadConstraints = nil
+		p.Spec.Affinity = nil
+		out = append(out, p)
+	}
+	return out
+}
 
 func ec2Types(tb testing.TB) []*cloudprovider.InstanceType {
 	tb.Helper()
@@ -88,9 +108,8 @@ func ec2MixPods(n int) []*corev1.Pod {
 	return pods
 }
 
-func benchmarkEC2(b *testing.B, n int) {
+func benchmarkEC2(b *testing.B, pods []*corev1.Pod) {
 	its := ec2Types(b)
-	pods := ec2MixPods(n)
 	snap := &simulator.Snapshot{Pods: pods, NodePools: ec2Pools(its)}
 	b.ReportAllocs()
 	var plan *simulator.Plan

@@ -85,6 +85,9 @@ func (s *solve) addSlack(slack resources.Vector, sign int64) {
 // placed takes a placed pod out of the pending demand.
 func (s *solve) placed(pi *podInfo) {
 	s.demand.Sub(pi.req)
+	if left := s.sigLeft[pi.sig]; left != nil {
+		left.Sub(pi.req)
+	}
 	if pi.sig.ownNode {
 		s.ownNodeLeft--
 	}

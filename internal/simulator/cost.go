@@ -218,8 +218,23 @@ func packed(capacity, req resources.Vector) (cpu, mem float64) {
 // pods like req can use, if it beats the cheapest option by efficiencyMargin
 // and the pending demand can fill it (while pods that each need a node of
 // their own are still to come, a claim is sized for its share of the demand).
-func (s *solve) chooseTarget(p *pool, plan *addPlan, req resources.Vector) {
+func (s *solve) chooseTarget(p *pool, plan *addPlan, pi *podInfo) {
+	req := pi.req
 	val, ok := s.valuer(p)
+	// Open room may be out of the pod's reach (another zone, say): pods
+	// like it still to come are demand too, shared among the domains their
+	// spread constraints balance over.
+	if left := s.sigLeft[pi.sig]; left != nil {
+		k := float64(s.spreadDomains(pi))
+		cpu, mem := float64(left[resources.CPU])/k, float64(left[resources.Memory])/k
+		if cpu > val.cpu || mem > val.mem {
+			val.cpu, val.mem = max(val.cpu, cpu), max(val.mem, mem)
+			if !ok {
+				val.pc, val.pm = resourcePrices(p.hull, val.cpu, val.mem)
+				ok = val.pc > 0 || val.pm > 0
+			}
+		}
+	}
 	if !ok {
 		return
 	}
@@ -242,6 +257,24 @@ func (s *solve) chooseTarget(p *pool, plan *addPlan, req resources.Vector) {
 		}
 	}
 	plan.target, plan.price = best, bestPrice
+}
+
+// spreadDomains returns how many domains the pod's zone-like spread
+// constraints balance over (1 without any).
+func (s *solve) spreadDomains(pi *podInfo) int {
+	v := pi.sig.views[pi.level]
+	k := 1
+	for _, g := range v.groups {
+		if g.hostname {
+			continue
+		}
+		for _, r := range g.refs {
+			if r.role == roleSpread {
+				k = max(k, len(s.eligibleFor(v, s.tg(r.tg))))
+			}
+		}
+	}
+	return k
 }
 
 // preferGrowth reports whether growing claim c per grow is better than

@@ -417,7 +417,7 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	// 3. A new claim, from the heaviest NodePool that can take the pod.
 	fresh, freshPlan, ok := s.bestNewClaim(pi, v)
 	if ok {
-		s.chooseTarget(fresh.pool, &freshPlan, req)
+		s.chooseTarget(fresh.pool, &freshPlan, pi)
 	}
 	switch {
 	case grow != nil && (!ok || s.preferGrowth(grow, &growPlan, &freshPlan, req)):

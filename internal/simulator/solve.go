@@ -57,9 +57,10 @@ type solve struct {
 	maskBuf     bitset.Set
 	sumBuf      resources.Vector
 	placement   []Placement
-	demand      resources.Vector // requests of the pods not placed yet
-	slackSum    resources.Vector // room left in the open claims' targets
-	ownNodeLeft int              // pods not placed yet that need a node of their own
+	demand      resources.Vector             // requests of the pods not placed yet
+	slackSum    resources.Vector             // room left in the open claims' targets
+	ownNodeLeft int                          // pods not placed yet that need a node of their own
+	sigLeft     map[*podSig]resources.Vector // requests of the pods not placed yet, per signature
 }
 
 // poolState is what a solve uses up of a NodePool's limits.
@@ -492,8 +493,15 @@ func (s *solve) ports(i int32) []hostPort {
 func (s *solve) run(pods []*podInfo) []*podInfo {
 	s.demand = s.m.res.New()
 	s.slackSum = s.m.res.New()
+	s.sigLeft = map[*podSig]resources.Vector{}
 	for _, pi := range pods {
 		s.demand.Add(pi.req)
+		left := s.sigLeft[pi.sig]
+		if left == nil {
+			left = s.m.res.New()
+			s.sigLeft[pi.sig] = left
+		}
+		left.Add(pi.req)
 		if pi.sig.ownNode {
 			s.ownNodeLeft++
 		}
