@@ -60,7 +60,7 @@ func (p *addPlan) keep() addPlan {
 }
 
 // domain returns the claim's value for key if it is settled.
-func (c *claim) domain(s *solve, key int32) (int32, bool) {
+func (c *claim) domain(key int32) (int32, bool) {
 	if r, ok := c.reqs.get(key); ok {
 		return r.single()
 	}
@@ -72,7 +72,7 @@ func (s *solve) claimSlot(c *claim, t *tg) (int32, bool) {
 	if t.hostname {
 		return c.loc, true
 	}
-	v, ok := c.domain(s, t.key)
+	v, ok := c.domain(t.key)
 	if !ok {
 		return 0, false
 	}
@@ -178,7 +178,7 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	for gi := range v.groups {
 		g := &v.groups[gi]
 		if g.hostname {
-			if !s.hostnameOK(v, g, c.loc) {
+			if !s.groupAllows(v, g, c.loc) {
 				return addPlan{}, false
 			}
 			continue
@@ -231,9 +231,7 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	// target's price. Otherwise it grows into the cheapest type that fits.
 	plan.target = plan.cheapest
 	if c.target >= 0 && opts.Has(c.target) {
-		if price := p.price(c.target, plan.pairs, plan.allPairs); price >= plan.price {
-			plan.target, plan.price = c.target, price
-		}
+		plan.target, plan.price = c.target, p.price(c.target, plan.pairs, plan.allPairs)
 	}
 	return plan, true
 }
@@ -408,11 +406,6 @@ func (s *solve) poolTolerated(v *podView, p *pool) bool {
 		}
 	}
 	return row[p.idx] == 1
-}
-
-// hostnameOK checks the pod's hostname constraints against location loc.
-func (s *solve) hostnameOK(v *podView, g *keyGroup, loc int32) bool {
-	return s.groupAllows(v, g, loc)
 }
 
 func (s *solve) groupAllows(v *podView, g *keyGroup, slot int32) bool {

@@ -157,7 +157,7 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 // domain for key is decided.
 func (s *solve) settle(c *claim, key int32) {
 	for _, q := range c.pods {
-		for _, id := range s.selectedBy(q.sig) {
+		for _, id := range q.sig.selectedBy {
 			t := s.tg(id)
 			if t.key != key || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
 				continue
@@ -180,7 +180,7 @@ func (s *solve) settle(c *claim, key int32) {
 // still open the pod is counted once it is decided (settle); anti-affinity
 // meanwhile treats every domain the claim could take as occupied.
 func (s *solve) recordClaim(pi *podInfo, c *claim) {
-	for _, id := range s.selectedBy(pi.sig) {
+	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
 		slot, ok := s.claimSlot(c, t)
 		if !ok {

@@ -35,36 +35,6 @@ func (s *solve) uncovered() (cpu, mem float64, ok bool) {
 	return cpu, mem, cpu > 0 || mem > 0
 }
 
-// units measures capacity as the fraction of the uncovered demand it can
-// serve: the smaller of its cpu and memory shares, over the resources that
-// are still uncovered.
-func units(capacity resources.Vector, cpu, mem float64) float64 {
-	u := math.Inf(1)
-	if cpu > 0 {
-		u = float64(capacity[resources.CPU]) / cpu
-	}
-	if mem > 0 {
-		u = min(u, float64(capacity[resources.Memory])/mem)
-	}
-	return u
-}
-
-// packedUnits is units of the part of capacity that pods the size of req
-// can use: a type with room for 1.9 pods of a size serves only one.
-func packedUnits(capacity, req resources.Vector, cpu, mem float64) float64 {
-	n := math.Inf(1)
-	for d, r := range req {
-		if r > 0 {
-			n = min(n, float64(capacity[d]/r))
-		}
-	}
-	if math.IsInf(n, 1) || n < 1 {
-		return units(capacity, cpu, mem)
-	}
-	used := resources.Vector{resources.CPU: int64(n) * req[resources.CPU], resources.Memory: int64(n) * req[resources.Memory]}
-	return units(used, cpu, mem)
-}
-
 // Resource prices. Buying cpu and memory in fractions of a pool's types at
 // their cheapest offerings, a dollar buys any point of the convex hull of the
 // types' (cpu, memory) per dollar, less anything (waste is free). For the

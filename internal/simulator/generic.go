@@ -16,10 +16,6 @@ import (
 // packed onto new claims of the most cost-efficient instance types, which is
 // what brings a plan close to the fractional lower bound on a real catalogue.
 
-// efficientSet is how far above the best price per worth a type may be and
-// still be used for a bulk-packed claim.
-const efficientSet = 0.03
-
 // isGeneric reports whether a pod at view v is generic.
 func (s *solve) isGeneric(pi *podInfo, v *podView) bool {
 	sig := v.sig

@@ -248,6 +248,3 @@ func TestTaintsAndHostPorts(t *testing.T) {
 		},
 	})
 }
-
-// allZones lists the test zones.
-func allZones() []string { return []string{fake.Zone1, fake.Zone2, fake.Zone3} }

@@ -234,7 +234,7 @@ func (s *solve) affinityExists(v *podView, t *tg) bool {
 // on a claim whose domain is still open and could be slot.
 func (s *solve) floatingBlocks(t *tg, slot int32) bool {
 	for _, c := range s.floating[t.id] {
-		if _, pinned := c.domain(s, t.key); pinned {
+		if _, pinned := c.domain(t.key); pinned {
 			continue
 		}
 		for _, v := range s.claimValues(c, t.key, nil) {
@@ -254,7 +254,7 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 	}
 	s.nodePods[i] = append(s.nodePods[i], pi)
 	s.placed(pi)
-	for _, id := range s.selectedBy(pi.sig) {
+	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
 		if t.kind == tgSpread && !t.nodeOK[n.idx] {
 			continue
@@ -271,8 +271,6 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 	}
 	pi.node = i
 }
-
-func (s *solve) selectedBy(sig *podSig) []int32 { return sig.selectedBy }
 
 // topologyFeasible reports whether every topology constraint of the pod on a
 // key other than the hostname admits at least one domain the pod may use. When
@@ -349,7 +347,7 @@ func (s *solve) quickClaimOK(c *claim, v *podView) bool {
 			}
 			continue
 		}
-		if val, ok := c.domain(s, g.key); ok && !s.groupAllows(v, g, s.slotOf(g.key, val)) {
+		if val, ok := c.domain(g.key); ok && !s.groupAllows(v, g, s.slotOf(g.key, val)) {
 			return false
 		}
 	}

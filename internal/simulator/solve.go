@@ -56,7 +56,6 @@ type solve struct {
 	orders      map[string][]int32
 	maskBuf     bitset.Set
 	sumBuf      resources.Vector
-	placement   []Placement
 	demand      resources.Vector             // requests of the pods not placed yet
 	slackSum    resources.Vector             // room left in the open claims' targets
 	ownNodeLeft int                          // pods not placed yet that need a node of their own
