@@ -82,15 +82,34 @@ func (s *solve) tryRoom(pi *podInfo, v *podView) bool {
 	return false
 }
 
-// binPack packs generic pods onto new claims of pool p, guided by the
-// fractional lower bound: for the pods left, it takes the cheapest mix of
-// (at most two) types that covers their cpu and memory, plans the whole
-// number of claims of each type that mix contains, and fills them, largest
-// pods first, each into the planned claim closest to it in shape. Pods that
-// do not fit start the next round. When the mix is less than one claim, one
-// claim of the cheapest type that holds them all (or fits the pod) takes
-// the rest. A claim ends up on the cheapest type its pods fit.
+// bin is a claim-to-be of a bulk pack: a type and the pods in it.
+type bin struct {
+	t    int
+	used resources.Vector
+	pods []*podInfo
+}
+
+// binPack packs generic pods onto new claims of pool p. It packs on plain
+// vectors first, improves the packing, then turns each bin into a claim.
+//
+//  1. Rounds guided by the fractional lower bound: for the pods left, take
+//     the cheapest mix of (at most two) types covering their cpu and
+//     memory, plan the whole number of bins of each type the mix contains,
+//     and fill them, largest pods first, each into the bin closest to it in
+//     shape. Pods that fit no planned bin start the next round. When the mix
+//     is less than one bin, one bin of the cheapest type that holds all the
+//     pods left (else that fits the pod) takes what it can.
+//  2. Emptying: bins are tried cheapest per worth last; a bin whose pods all
+//     fit in the other bins' room is emptied into them.
+//  3. Each bin takes the cheapest type that holds its pods.
+//
+// Pools whose limits bind or solves that cap new claims use the greedy
+// placement instead, which checks those as it goes.
 func (s *solve) binPack(p *pool, pods []*podInfo) []*podInfo {
+	tmpl := s.fresh(p)
+	if s.limitsBind(p, nil) || s.claimsCap >= 0 || len(p.hull) == 0 {
+		return s.greedy(pods)
+	}
 	var cpu, mem float64
 	for _, pi := range pods {
 		cpu += float64(pi.req[resources.CPU])
@@ -100,8 +119,6 @@ func (s *solve) binPack(p *pool, pods []*podInfo) []*podInfo {
 	worth := func(v resources.Vector) float64 {
 		return pc*float64(v[resources.CPU]) + pm*float64(v[resources.Memory])
 	}
-	// align measures how well a pod's shape matches room's: the cosine of
-	// their (cpu, memory) vectors scaled by the total demand.
 	align := func(a, b resources.Vector) float64 {
 		ax, ay := float64(a[resources.CPU])/max(cpu, 1), float64(a[resources.Memory])/max(mem, 1)
 		bx, by := float64(b[resources.CPU])/max(cpu, 1), float64(b[resources.Memory])/max(mem, 1)
@@ -113,6 +130,7 @@ func (s *solve) binPack(p *pool, pods []*podInfo) []*podInfo {
 	}
 	slices.SortStableFunc(pods, func(a, b *podInfo) int { return cmp.Compare(worth(b.req), worth(a.req)) })
 
+	var bins []*bin
 	var failed []*podInfo
 	left := pods
 	for round := 0; len(left) > 0; round++ {
@@ -120,123 +138,233 @@ func (s *solve) binPack(p *pool, pods []*podInfo) []*podInfo {
 		for _, pi := range left {
 			total.Add(pi.req)
 		}
-		var planned []int // types of the claims to fill this round
+		var planned []*bin
 		a, xa, b, xb := lpMix(p, float64(total[resources.CPU]), float64(total[resources.Memory]))
-		for range int(xa) {
-			planned = append(planned, a)
+		if a >= 0 && tmpl.reqMask.Has(a) && (b < 0 || tmpl.reqMask.Has(b)) && round < 16 {
+			for range int(xa) {
+				planned = append(planned, &bin{t: a, used: s.m.res.New()})
+			}
+			for range int(xb) {
+				planned = append(planned, &bin{t: b, used: s.m.res.New()})
+			}
 		}
-		for range int(xb) {
-			planned = append(planned, b)
+		if len(planned) == 0 {
+			t := s.holding(p, tmpl, total)
+			if t < 0 {
+				t = s.holding(p, tmpl, left[0].req)
+			}
+			if t < 0 {
+				return append(failed, s.greedy(left)...)
+			}
+			planned = []*bin{{t: t, used: s.m.res.New()}}
 		}
-		if len(planned) == 0 || round >= 16 {
-			// Less than a claim's worth left: one claim for all that fit.
-			left, failed = s.packTail(p, left, failed)
-			continue
+		rest := fillBins(p, planned, left, worth, align)
+		for _, b := range planned {
+			if len(b.pods) > 0 {
+				bins = append(bins, b)
+			}
 		}
-		left = s.fillPlanned(p, left, planned, worth, align)
+		if len(rest) == len(left) {
+			// Nothing fit a planned bin (a pod larger than the mix's types).
+			return append(failed, s.greedy(append(rest, podsOf(bins)...))...)
+		}
+		left = rest
+	}
+	bins = emptyBins(p, bins, tmpl, worth, align)
+	for _, b := range bins {
+		if t := s.holding(p, tmpl, b.used); t >= 0 {
+			b.t = t
+		}
+		failed = append(failed, s.materialize(p, b)...)
 	}
 	return failed
 }
 
-// fillPlanned fills claims of the planned types with pods (largest first),
-// each into the open or planned claim closest to it in shape, and returns the
-// pods that fit none.
-func (s *solve) fillPlanned(p *pool, pods []*podInfo, planned []int, worth func(resources.Vector) float64, align func(a, b resources.Vector) float64) []*podInfo {
-	bins := make([]*claim, len(planned))
+// fillBins fills the bins one at a time, each with pods of the shape (request
+// vector) that best matches its room, so that each bin's cpu and memory run
+// out together; it returns the pods that fit no bin, in their order.
+func fillBins(p *pool, bins []*bin, pods []*podInfo, worth func(resources.Vector) float64, align func(a, b resources.Vector) float64) []*podInfo {
+	type shape struct {
+		req  resources.Vector
+		pods []*podInfo
+	}
+	var shapes []*shape
+	index := map[string]*shape{}
+	var key []byte
+	for _, pi := range pods {
+		key = key[:0]
+		for _, a := range pi.req {
+			key = appendInt64(key, a)
+		}
+		sh, ok := index[string(key)]
+		if !ok {
+			sh = &shape{req: pi.req}
+			index[string(key)] = sh
+			shapes = append(shapes, sh)
+		}
+		sh.pods = append(sh.pods, pi)
+	}
+	room := make(resources.Vector, len(p.largest))
+	for _, b := range bins {
+		for {
+			copy(room, p.effAlloc[b.t])
+			room.Sub(b.used)
+			var best *shape
+			bestAlign := -1.0
+			for _, sh := range shapes {
+				if len(sh.pods) == 0 || !sh.req.Fits(room) {
+					continue
+				}
+				if al := align(sh.req, room); al > bestAlign+1e-9 || al > bestAlign-1e-9 && best != nil && worth(sh.req) > worth(best.req) {
+					best, bestAlign = sh, max(al, bestAlign)
+				}
+			}
+			if best == nil {
+				break
+			}
+			pi := best.pods[0]
+			best.pods = best.pods[1:]
+			b.used.Add(pi.req)
+			b.pods = append(b.pods, pi)
+		}
+	}
+	placed := map[*podInfo]bool{}
+	for _, b := range bins {
+		for _, pi := range b.pods {
+			placed[pi] = true
+		}
+	}
 	var rest []*podInfo
 	for _, pi := range pods {
-		v := pi.sig.views[pi.level]
-		best, bestAlign, bestLeft := -1, -1.0, math.Inf(1)
-		for i, t := range planned {
-			room := p.effAlloc[t]
-			if bins[i] != nil {
-				room = bins[i].slack
-			}
-			if !pi.req.Fits(room) {
-				continue
-			}
-			al, l := align(pi.req, room), worth(room)-worth(pi.req)
-			if al > bestAlign+1e-3 || al > bestAlign-1e-3 && l < bestLeft {
-				best, bestAlign, bestLeft = i, max(al, bestAlign), l
-			}
-		}
-		if best < 0 || !s.placeInBin(p, pi, v, bins, planned, best) {
+		if !placed[pi] {
 			rest = append(rest, pi)
 		}
 	}
 	return rest
 }
 
-// placeInBin puts a pod into planned claim i, opening it if needed.
-func (s *solve) placeInBin(p *pool, pi *podInfo, v *podView, bins []*claim, planned []int, i int) bool {
-	if c := bins[i]; c != nil {
-		plan, ok := s.tryClaim(c, pi, v)
-		if !ok || plan.target != c.target {
-			return false
-		}
-		s.commitClaim(c, pi, v, &plan)
-		return true
+func podsOf(bins []*bin) []*podInfo {
+	var out []*podInfo
+	for _, b := range bins {
+		out = append(out, b.pods...)
 	}
-	if s.claimsCap >= 0 && len(s.claims) >= s.claimsCap {
-		return false
-	}
-	tmpl := s.fresh(p)
-	plan, ok := s.tryClaim(tmpl, pi, v)
-	if !ok || !plan.options.Has(planned[i]) {
-		return false
-	}
-	plan.target, plan.price = planned[i], p.price(planned[i], plan.pairs, plan.allPairs)
-	c := s.openClaim(tmpl)
-	s.commitClaim(c, pi, v, &plan)
-	bins[i] = c
-	return true
+	return out
 }
 
-// packTail places the last pods: each onto a claim of the cheapest type that
-// holds all the pods left (or, failing that, the pod), filling it first.
-func (s *solve) packTail(p *pool, pods, failed []*podInfo) ([]*podInfo, []*podInfo) {
-	if len(pods) == 0 {
-		return nil, failed
+// bestBin returns the bin with room for req whose room is closest to it in
+// shape (the least room left on ties), or nil.
+func bestBin(p *pool, bins []*bin, req resources.Vector, worth func(resources.Vector) float64, align func(a, b resources.Vector) float64) *bin {
+	var best *bin
+	bestAlign, bestLeft := -1.0, math.Inf(1)
+	room := make(resources.Vector, len(req))
+	for _, b := range bins {
+		copy(room, p.effAlloc[b.t])
+		room.Sub(b.used)
+		if !req.Fits(room) {
+			continue
+		}
+		al, l := align(req, room), worth(room)-worth(req)
+		if al > bestAlign+1e-3 || al > bestAlign-1e-3 && l < bestLeft {
+			best, bestAlign, bestLeft = b, max(al, bestAlign), l
+		}
 	}
-	all := s.m.res.New()
-	for _, pi := range pods {
-		all.Add(pi.req)
+	return best
+}
+
+// emptyBins empties bins into the others' room, trying the least efficient
+// bins (price per worth of what they hold) first.
+func emptyBins(p *pool, bins []*bin, tmpl *claim, worth func(resources.Vector) float64, align func(a, b resources.Vector) float64) []*bin {
+	eff := func(b *bin) float64 {
+		return p.price(b.t, tmpl.pairs, tmpl.allPairs) / max(worth(b.used), 1e-12)
 	}
-	pi := pods[0]
-	v := pi.sig.views[pi.level]
-	if s.claimsCap >= 0 && len(s.claims) >= s.claimsCap {
-		return nil, append(failed, pods...)
-	}
-	tmpl := s.fresh(p)
-	plan, ok := s.tryClaim(tmpl, pi, v)
-	if !ok {
-		return pods[1:], append(failed, pi)
-	}
-	if t := s.holdsAll(p, &plan, all); t >= 0 {
-		plan.target, plan.price = t, p.price(t, plan.pairs, plan.allPairs)
-	}
-	c := s.openClaim(tmpl)
-	s.commitClaim(c, pi, v, &plan)
-	var rest []*podInfo
-	for _, q := range pods[1:] {
-		qv := q.sig.views[q.level]
-		if q.req.Fits(c.slack) {
-			if plan, ok := s.tryClaim(c, q, qv); ok && plan.target == c.target {
-				s.commitClaim(c, q, qv, &plan)
-				continue
+	order := slices.Clone(bins)
+	slices.SortStableFunc(order, func(a, b *bin) int { return cmp.Compare(eff(b), eff(a)) })
+	removed := map[*bin]bool{}
+	for _, victim := range order {
+		var others []*bin
+		for _, b := range bins {
+			if b != victim && !removed[b] {
+				others = append(others, b)
 			}
 		}
-		rest = append(rest, q)
+		moved := map[*bin][]*podInfo{}
+		ok := true
+		for _, pi := range victim.pods {
+			b := bestBin(p, others, pi.req, worth, align)
+			if b == nil {
+				ok = false
+				break
+			}
+			b.used.Add(pi.req)
+			moved[b] = append(moved[b], pi)
+		}
+		if !ok {
+			for b, ps := range moved {
+				for _, pi := range ps {
+					b.used.Sub(pi.req)
+				}
+			}
+			continue
+		}
+		for b, ps := range moved {
+			b.pods = append(b.pods, ps...)
+		}
+		removed[victim] = true
 	}
-	return rest, failed
+	var out []*bin
+	for _, b := range bins {
+		if !removed[b] {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
-// holdsAll returns the cheapest of the plan's options with room for all of
+// holding returns the cheapest type of a template claim with room for
 // requests, or -1.
-func (s *solve) holdsAll(p *pool, plan *addPlan, requests resources.Vector) int {
+func (s *solve) holding(p *pool, tmpl *claim, requests resources.Vector) int {
 	set := s.scratch(&s.maskBuf, p.nt)
-	set.CopyFrom(plan.options)
+	set.CopyFrom(tmpl.reqMask)
 	p.fitMask(set, requests)
-	t, _ := s.cheapestIn(p, plan.pairs, plan.allPairs, set)
+	t, _ := s.cheapestIn(p, tmpl.pairs, tmpl.allPairs, set)
 	return t
+}
+
+// materialize turns a bin into a claim of its type; pods the claim turns
+// down (not expected) are placed the greedy way.
+func (s *solve) materialize(p *pool, b *bin) []*podInfo {
+	var c *claim
+	var rest []*podInfo
+	for _, pi := range b.pods {
+		v := pi.sig.views[pi.level]
+		if c == nil {
+			tmpl := s.fresh(p)
+			plan, ok := s.tryClaim(tmpl, pi, v)
+			if !ok || !plan.options.Has(b.t) {
+				rest = append(rest, pi)
+				continue
+			}
+			plan.target, plan.price = b.t, p.price(b.t, plan.pairs, plan.allPairs)
+			c = s.openClaim(tmpl)
+			s.commitClaim(c, pi, v, &plan)
+			continue
+		}
+		if plan, ok := s.tryClaim(c, pi, v); ok && plan.target == c.target {
+			s.commitClaim(c, pi, v, &plan)
+			continue
+		}
+		rest = append(rest, pi)
+	}
+	return s.greedy(rest)
+}
+
+// greedy places pods one by one the way constrained pods are placed.
+func (s *solve) greedy(pods []*podInfo) []*podInfo {
+	var failed []*podInfo
+	for _, pi := range pods {
+		if !s.place(pi) {
+			failed = append(failed, pi)
+		}
+	}
+	return failed
 }
