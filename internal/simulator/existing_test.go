@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -197,5 +198,31 @@ func TestModelIsNotModified(t *testing.T) {
 				t.Errorf("round %d request %d differs from a fresh model (-fresh +reused):\n%s", round, j, diff)
 			}
 		}
+	}
+}
+
+// TestConcurrentSolves runs what-if solves against one model from several
+// goroutines (run it with -race): each plan must equal the serial one.
+func TestConcurrentSolves(t *testing.T) {
+	c := whatIfCluster(60)
+	m := simulator.New(c.snap, simulator.Options{})
+	one := 1
+	var requests []simulator.Request
+	for _, n := range c.snap.Nodes[:12] {
+		requests = append(requests, simulator.Request{Pods: append(n.Pods, dtesting.MakePod("extra-"+n.Name).Req("cpu", "3").Obj()),
+			RemoveNodes: []string{n.Name}, MaxNewNodeClaims: &one})
+	}
+	want := make([]string, len(requests))
+	for i, r := range requests {
+		want[i] = dump(m.Solve(r))
+	}
+	got := make([]string, len(requests))
+	var wg sync.WaitGroup
+	for i, r := range requests {
+		wg.Go(func() { got[i] = dump(m.Solve(r)) })
+	}
+	wg.Wait()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("concurrent solves differ from serial ones (-serial +concurrent):\n%s", diff)
 	}
 }
