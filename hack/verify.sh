@@ -27,6 +27,17 @@ if [[ -n "$unformatted" ]]; then
   status=1
 fi
 
+# Kubernetes libraries stay on the 1.36 line (k8s.io/* v0.36.x) with
+# controller-runtime v0.24.x: the control plane we test against is 1.36.
+drift=$(go list -m -f '{{.Path}} {{.Version}}' all | awk '
+  $1 ~ /^k8s\.io\/(api|apimachinery|client-go|apiextensions-apiserver|apiserver|component-base|component-helpers|cli-runtime|kms)$/ && $2 !~ /^v0\.36\./ {print}
+  $1 == "sigs.k8s.io/controller-runtime" && $2 !~ /^v0\.24\./ {print}')
+if [[ -n "$drift" ]]; then
+  echo "verify: Kubernetes libraries drifted off the pinned 1.36 line (use go get <module>@v0.36.x):" >&2
+  echo "$drift" >&2
+  status=1
+fi
+
 if ! go vet ./...; then
   echo "verify: go vet failed" >&2
   status=1

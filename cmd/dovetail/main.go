@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	streams := cli.StandardStreams()
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	err := cli.NewRootCommand(streams).ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -2,10 +2,11 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // NewRootCommand builds the `dovetail` command with every subcommand.
-func NewRootCommand(streams IOStreams) *cobra.Command {
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dovetail",
 		Short: "Dovetail is a Kubernetes node autoscaler that implements the Karpenter APIs",
@@ -19,6 +20,6 @@ Karpenter manifests apply unchanged.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(NewUpCommand(streams))
+	root.AddCommand(NewControllerCommand(streams), NewUpCommand(streams), NewConvertCommand(streams))
 	return root
 }

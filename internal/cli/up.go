@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dovetail-autoscaler/dovetail/api/crds"
+	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
-	"github.com/dovetail-autoscaler/dovetail/internal/crdinstall"
+	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 )
 
 // UpOptions configure `dovetail up`.
@@ -26,20 +27,32 @@ type UpOptions struct {
 	APIServerPort int
 	// KubeconfigOut, when set, also writes the admin kubeconfig there.
 	KubeconfigOut string
+	// NoController starts only the control plane and the CRDs.
+	NoController bool
+	// NoDefaults skips the default KWOKNodeClass and NodePool.
+	NoDefaults bool
+	// MetricsPort serves the controller's metrics; zero disables them.
+	MetricsPort int
+	// LogLevel of the controller.
+	LogLevel string
+	// Kwok configures the simulated cloud.
+	Kwok compose.KwokOptions
 
-	Streams IOStreams
+	Streams genericiooptions.IOStreams
 }
 
 // NewUpCommand builds `dovetail up`.
-func NewUpCommand(streams IOStreams) *cobra.Command {
+func NewUpCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &UpOptions{Streams: streams}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run a local control plane with Dovetail until interrupted",
+		Short: "Run a local cluster with Dovetail until interrupted",
 		Long: `Starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok
-on loopback ports, installs Dovetail's CRDs and prints the KUBECONFIG to use.
-It stays up until interrupted (Ctrl-C), then stops everything it started.
-On a fresh checkout the first run builds the pinned control-plane binaries into bin/.`,
+on loopback ports, installs Dovetail's CRDs, creates a default KWOKNodeClass and
+NodePool, runs the Dovetail controller in-process (simulated EC2-shaped nodes
+from the embedded catalog) and prints the KUBECONFIG to use. It stays up until
+interrupted (Ctrl-C), then stops everything it started. On a fresh checkout the
+first run builds the pinned control-plane binaries into bin/.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -53,6 +66,11 @@ On a fresh checkout the first run builds the pinned control-plane binaries into 
 	cmd.Flags().BoolVar(&o.KeepWorkDir, "keep-work-dir", false, "keep the work directory (logs, etcd data) after shutdown")
 	cmd.Flags().IntVar(&o.APIServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (default: a free port)")
 	cmd.Flags().StringVar(&o.KubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig to this path")
+	cmd.Flags().BoolVar(&o.NoController, "no-controller", false, "start only the control plane and the CRDs")
+	cmd.Flags().BoolVar(&o.NoDefaults, "no-default-nodepool", false, "do not create the default KWOKNodeClass and NodePool")
+	cmd.Flags().IntVar(&o.MetricsPort, "metrics-port", 0, "serve the controller's Prometheus metrics on this port (0: off)")
+	cmd.Flags().StringVar(&o.LogLevel, "log-level", "info", "controller log level: debug, info or error")
+	o.Kwok.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -60,6 +78,12 @@ On a fresh checkout the first run builds the pinned control-plane binaries into 
 func (o *UpOptions) Validate() error {
 	if o.APIServerPort < 0 || o.APIServerPort > 65535 {
 		return fmt.Errorf("--apiserver-port %d is out of range 1-65535", o.APIServerPort)
+	}
+	if o.MetricsPort < 0 || o.MetricsPort > 65535 {
+		return fmt.Errorf("--metrics-port %d is out of range 0-65535", o.MetricsPort)
+	}
+	if err := o.Kwok.Validate(); err != nil {
+		return err
 	}
 	if o.BinDir != "" {
 		info, err := os.Stat(o.BinDir)
@@ -70,37 +94,29 @@ func (o *UpOptions) Validate() error {
 	return nil
 }
 
-// Run starts the control plane, installs the CRDs and waits for ctx to end.
+// Run starts the local cluster and the controller and waits for ctx to end.
 func (o *UpOptions) Run(ctx context.Context) error {
 	binDir, err := o.ensureBinaries(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(o.Streams.ErrOut, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok ...")
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Profile:       controlplane.ProfileFull,
+	cluster, err := localcluster.Start(ctx, controlplane.Options{
 		BinDir:        binDir,
 		WorkDir:       o.WorkDir,
 		KeepWorkDir:   o.KeepWorkDir,
 		APIServerPort: o.APIServerPort,
-	})
-	if err != nil {
-		return fmt.Errorf("starting the local control plane: %w", err)
-	}
-	defer func() {
-		fmt.Fprintln(o.Streams.ErrOut, "Stopping the local control plane ...")
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintf(o.Streams.ErrOut, "error stopping the local control plane: %v\n", err)
-		}
-	}()
-
-	all, err := crds.All()
+	}, !o.NoDefaults)
 	if err != nil {
 		return err
 	}
-	if err := crdinstall.Install(ctx, cp.RESTConfig, all, time.Minute); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
-	}
+	defer func() {
+		fmt.Fprintln(o.Streams.ErrOut, "Stopping the local control plane ...")
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(o.Streams.ErrOut, "error stopping the local control plane: %v\n", err)
+		}
+	}()
+	cp := cluster.ControlPlane
 	kubeconfig := cp.KubeconfigPath
 	if o.KubeconfigOut != "" {
 		data, err := os.ReadFile(cp.KubeconfigPath)
@@ -112,8 +128,23 @@ func (o *UpOptions) Run(ctx context.Context) error {
 		}
 		kubeconfig = o.KubeconfigOut
 	}
-	fmt.Fprintf(o.Streams.Out, "Dovetail's local control plane is up. In another terminal:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes -o wide\n\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", kubeconfig, cp.LogDir)
-	return waitUntilDone(ctx, cp)
+	var controller *localcluster.Controller
+	if !o.NoController {
+		opts := localcluster.OperatorOptions()
+		opts.MetricsPort = o.MetricsPort
+		opts.LogLevel = o.LogLevel
+		opts.LogWriter = o.Streams.ErrOut
+		if controller, err = cluster.StartController(ctx, opts, o.Kwok); err != nil {
+			return fmt.Errorf("starting the Dovetail controller: %w", err)
+		}
+		defer func() {
+			if err := controller.Stop(); err != nil {
+				fmt.Fprintf(o.Streams.ErrOut, "error stopping the Dovetail controller: %v\n", err)
+			}
+		}()
+	}
+	fmt.Fprintf(o.Streams.Out, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", kubeconfig, binDir, cp.LogDir)
+	return waitUntilDone(ctx, cp, controller)
 }
 
 // ensureBinaries returns the bin directory, building the binaries into the
@@ -141,14 +172,21 @@ func (o *UpOptions) ensureBinaries(ctx context.Context) (string, error) {
 	return binDir, controlplane.CheckBinaries(binDir, controlplane.ProfileFull)
 }
 
-// waitUntilDone blocks until ctx ends (nil) or a component exits (error).
-func waitUntilDone(ctx context.Context, cp *controlplane.ControlPlane) error {
+// waitUntilDone blocks until ctx ends (nil), or a component or the
+// controller stops on its own (error).
+func waitUntilDone(ctx context.Context, cp *controlplane.ControlPlane, controller *localcluster.Controller) error {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
+	var controllerDone <-chan struct{}
+	if controller != nil {
+		controllerDone = controller.Done()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-controllerDone:
+			return fmt.Errorf("the Dovetail controller stopped: %w", controller.Err())
 		case <-ticker.C:
 			if err := cp.Running(); err != nil {
 				return fmt.Errorf("a control-plane component stopped: %w", err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestUpRejectsBadFlags(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			streams, _, out, _ := TestStreams()
+			streams, _, out, _ := genericiooptions.NewTestIOStreams()
 			root := NewRootCommand(streams)
 			root.SetArgs(tc.args)
 			err := root.Execute()

@@ -59,7 +59,7 @@ func ec2Types(tb testing.TB) []*cloudprovider.InstanceType {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return ec2types.Convert(types)
+	return ec2types.FromCatalog(types)
 }
 
 func ec2Pools(types []*cloudprovider.InstanceType) []simulator.NodePool {

@@ -32,7 +32,10 @@ type NodeClaimTemplate struct {
 	// metadata: labels and annotations for the NodeClaims and their Nodes.
 	// +optional
 	ObjectMeta v1.ObjectMeta `json:"metadata,omitempty"`
-	// spec of the NodeClaims.
+	// spec of the NodeClaims. resources.requests is forbidden here, as in
+	// Karpenter's v1beta1 CRD: the v1 NodePool has no such field, so a value
+	// written through v1beta1 would be lost by the conversion to v1.
+	// +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.resources.requests)",message="resources.requests is not allowed in a NodePool template"
 	// +required
 	Spec NodeClaimSpec `json:"spec"`
 }

@@ -1,13 +1,9 @@
-// Package ec2types turns the embedded EC2 catalog into the cloud-provider
-// model the simulator packs pods onto: labels become requirements (with
-// DoesNotExist for the well-known keys a type lacks, so that Exists and Gt
-// requirements rule it out), offerings become zone and capacity-type
-// requirements, and overhead is kept so allocatable is computed the same way
-// for every provider. The kwok provider and the simulator's ec2-mix benchmark
-// share it.
 package ec2types
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -16,48 +12,46 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
-// Convert converts every catalog instance type, in order.
-func Convert(types []catalog.InstanceType) []*cloudprovider.InstanceType {
+// FromCatalog converts catalog instance types, keeping their order. The
+// result shares nothing with its input.
+func FromCatalog(its []catalog.InstanceType) []*cloudprovider.InstanceType {
 	wellKnown := catalog.WellKnownLabels()
-	out := make([]*cloudprovider.InstanceType, 0, len(types))
-	for i := range types {
-		out = append(out, convert(&types[i], wellKnown))
+	out := make([]*cloudprovider.InstanceType, len(its))
+	for i := range its {
+		out[i] = convert(&its[i], wellKnown)
 	}
 	return out
 }
 
-// FromCatalog converts one catalog instance type.
-func FromCatalog(it catalog.InstanceType) *cloudprovider.InstanceType {
-	return convert(&it, catalog.WellKnownLabels())
-}
-
+// convert builds one instance type; wellKnown is catalog.WellKnownLabels(),
+// passed in so that converting the whole catalog builds it once.
 func convert(it *catalog.InstanceType, wellKnown []string) *cloudprovider.InstanceType {
-	reqs := make([]requirements.Requirement, 0, len(wellKnown)+2)
-	for k, v := range it.Labels {
-		reqs = append(reqs, requirements.In(k, v))
+	offerings := make([]cloudprovider.Offering, len(it.Offerings))
+	for i, o := range it.Offerings {
+		offerings[i] = cloudprovider.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, Available: o.Available}
 	}
-	var zones, capacityTypes []string
-	offerings := make([]cloudprovider.Offering, 0, len(it.Offerings))
-	for _, o := range it.Offerings {
-		offerings = append(offerings, cloudprovider.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: o.Price, Available: o.Available})
-		if o.Available {
-			zones = append(zones, o.Zone)
-			capacityTypes = append(capacityTypes, o.CapacityType)
+	// Building the requirements in key order (wellKnown is sorted) spares
+	// NewRequirements most of its sorting.
+	offeringReqs := OfferingRequirements(offerings)
+	reqs := make([]requirements.Requirement, 0, len(wellKnown)+len(it.Labels))
+	pinned := 0
+	for _, key := range wellKnown {
+		switch value, ok := it.Labels[key]; {
+		case ok:
+			pinned++
+			reqs = append(reqs, requirements.In(key, value))
+		case key == corev1.LabelTopologyZone:
+			reqs = append(reqs, offeringReqs[0])
+		case key == v1.CapacityTypeLabelKey:
+			reqs = append(reqs, offeringReqs[1])
+		default:
+			reqs = append(reqs, requirements.DoesNotExist(key))
 		}
 	}
-	for _, key := range wellKnown {
-		switch key {
-		case corev1.LabelTopologyZone:
-			if len(zones) > 0 {
-				reqs = append(reqs, requirements.In(key, zones...))
-			}
-		case v1.CapacityTypeLabelKey:
-			if len(capacityTypes) > 0 {
-				reqs = append(reqs, requirements.In(key, capacityTypes...))
-			}
-		default:
-			if _, ok := it.Labels[key]; !ok {
-				reqs = append(reqs, requirements.DoesNotExist(key))
+	if pinned < len(it.Labels) {
+		for _, key := range slices.Sorted(maps.Keys(it.Labels)) {
+			if _, found := slices.BinarySearch(wellKnown, key); !found {
+				reqs = append(reqs, requirements.In(key, it.Labels[key]))
 			}
 		}
 	}
@@ -71,5 +65,28 @@ func convert(it *catalog.InstanceType, wellKnown []string) *cloudprovider.Instan
 			SystemReserved:    it.Overhead.SystemReserved.DeepCopy(),
 			EvictionThreshold: it.Overhead.EvictionThreshold.DeepCopy(),
 		},
+	}
+}
+
+// OfferingRequirements returns the requirements on the offering-dependent
+// keys: topology.kubernetes.io/zone and karpenter.sh/capacity-type, each In
+// the values of the available offerings (In nothing when none is available).
+// A provider that changes availability rebuilds these two requirements with it.
+func OfferingRequirements(offerings []cloudprovider.Offering) []requirements.Requirement {
+	var zones, capacityTypes []string
+	for _, o := range offerings {
+		if !o.Available {
+			continue
+		}
+		if !slices.Contains(zones, o.Zone) {
+			zones = append(zones, o.Zone)
+		}
+		if !slices.Contains(capacityTypes, o.CapacityType) {
+			capacityTypes = append(capacityTypes, o.CapacityType)
+		}
+	}
+	return []requirements.Requirement{
+		requirements.In(corev1.LabelTopologyZone, zones...),
+		requirements.In(v1.CapacityTypeLabelKey, capacityTypes...),
 	}
 }

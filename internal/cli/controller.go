@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/compose"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+)
+
+// ControllerOptions configure `dovetail controller`.
+type ControllerOptions struct {
+	Operator      operator.Options
+	CloudProvider string
+	Kwok          compose.KwokOptions
+	Streams       genericiooptions.IOStreams
+}
+
+// NewControllerCommand builds `dovetail controller`, the autoscaler itself.
+func NewControllerCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ControllerOptions{Streams: streams}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Dovetail controller against a cluster",
+		Long: `Runs Dovetail's controllers: provisioning, NodeClaim lifecycle, termination,
+NodePool status and the cloud provider's own. Options come from flags or, where
+noted in brackets, the environment variables Karpenter uses.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return operator.ApplyEnvironment(cmd.Flags(), nil)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.Operator.AddFlags(cmd.Flags())
+	o.Kwok.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.CloudProvider, "cloud-provider", "kwok", "cloud provider: kwok (simulated nodes from the EC2 catalog)")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *ControllerOptions) Validate() error {
+	if o.CloudProvider != "kwok" {
+		return fmt.Errorf("--cloud-provider %q is not supported (supported: kwok)", o.CloudProvider)
+	}
+	if err := o.Kwok.Validate(); err != nil {
+		return err
+	}
+	return o.Operator.Validate()
+}
+
+// Run builds the operator and runs the controllers until ctx ends.
+func (o *ControllerOptions) Run(ctx context.Context) error {
+	op, err := operator.New(ctx, o.Operator, nil)
+	if err != nil {
+		return err
+	}
+	return compose.RunWithKwok(ctx, op, o.Kwok)
+}

@@ -1,0 +1,109 @@
+// Package compose assembles a running Dovetail from its parts: it builds the
+// kwok cloud provider and every controller on an operator and runs them. The
+// in-cluster `dovetail controller`, `dovetail up`, the demo and the
+// end-to-end tests all start the controller through it, so they run the same
+// composition.
+package compose
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+)
+
+// KwokOptions configure the kwok cloud provider.
+type KwokOptions struct {
+	LaunchDelay       time.Duration
+	RegistrationDelay time.Duration
+	Zones             []string
+}
+
+// AddFlags registers the kwok provider's flags.
+func (o *KwokOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.LaunchDelay, "kwok-launch-delay", 0, "how long a simulated instance launch takes")
+	fs.DurationVar(&o.RegistrationDelay, "kwok-registration-delay", 0, "how long a simulated instance takes to register as a Node (a KWOKNodeClass's spec.nodeRegistrationDelay overrides it)")
+	fs.StringSliceVar(&o.Zones, "kwok-zones", nil, "zones of the simulated instances (default us-east-1a,us-east-1b,us-east-1c)")
+}
+
+// Validate checks the kwok flags.
+func (o *KwokOptions) Validate() error {
+	if o.LaunchDelay < 0 || o.RegistrationDelay < 0 {
+		return fmt.Errorf("--kwok-launch-delay and --kwok-registration-delay must not be negative")
+	}
+	for _, z := range o.Zones {
+		if strings.TrimSpace(z) == "" {
+			return fmt.Errorf("--kwok-zones: empty zone name")
+		}
+	}
+	return nil
+}
+
+func (o *KwokOptions) providerOptions() (kwok.Options, error) {
+	opts := kwok.Options{LaunchDelay: o.LaunchDelay, RegistrationDelay: o.RegistrationDelay}
+	if len(o.Zones) > 0 {
+		c := catalog.DefaultOptions()
+		c.Zones = o.Zones
+		if err := c.Validate(); err != nil {
+			return opts, fmt.Errorf("--kwok-zones: %w", err)
+		}
+		opts.Catalog = &c
+	}
+	return opts, nil
+}
+
+// ControllerOptions derives the controllers' options from the operator's.
+func ControllerOptions(o operator.Options) controllers.Options {
+	life := lifecycle.DefaultOptions()
+	life.RegistrationTimeout = o.RegistrationTimeout
+	return controllers.Options{
+		Provisioning: provisioning.Options{
+			BatchIdleDuration: o.BatchIdleDuration,
+			BatchMaxDuration:  o.BatchMaxDuration,
+			Simulator: simulator.Options{
+				PreferencePolicy: simulator.PreferencePolicy(o.PreferencePolicy),
+				MinValuesPolicy:  simulator.MinValuesPolicy(o.MinValuesPolicy),
+			},
+		},
+		Lifecycle:         life,
+		GarbageCollection: garbagecollection.DefaultOptions(),
+	}
+}
+
+// RunWithKwok composes the kwok provider and every controller on the
+// operator and runs them until ctx ends.
+func RunWithKwok(ctx context.Context, op *operator.Operator, kwokOpts KwokOptions) error {
+	providerOpts, err := kwokOpts.providerOptions()
+	if err != nil {
+		return err
+	}
+	provider, err := kwok.New(op.KubeClient, op.Clock, providerOpts)
+	if err != nil {
+		return fmt.Errorf("creating the kwok cloud provider: %w", err)
+	}
+	deps := controllers.Dependencies{
+		Clock: op.Clock, KubeClient: op.KubeClient, Cluster: state.NewCluster(op.Clock),
+		CloudProvider: provider, Recorder: op.Recorder, Metrics: op.Metrics,
+	}
+	all := controllers.NewControllers(deps, ControllerOptions(op.Options))
+	all = append(all,
+		kwok.NewRegistrationController(op.KubeClient, op.Clock, provider),
+		kwok.NewNodeClassController(op.KubeClient, op.Clock),
+	)
+	if err := controllers.Register(ctx, op.Manager, all); err != nil {
+		return fmt.Errorf("registering controllers: %w", err)
+	}
+	return op.Start(ctx)
+}

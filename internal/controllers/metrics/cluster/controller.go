@@ -1,0 +1,60 @@
+// Package cluster exports the cluster-state metrics: how many machines the
+// model holds and whether it is synced with the API server.
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+)
+
+// Controller samples the model every few seconds.
+type Controller struct {
+	clock      clock.Clock
+	kubeClient client.Client
+	cluster    *state.Cluster
+	metrics    *metrics.Metrics
+	period     time.Duration
+}
+
+// NewController returns the cluster-state metrics loop.
+func NewController(clk clock.Clock, kubeClient client.Client, cluster *state.Cluster, m *metrics.Metrics) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cluster: cluster, metrics: m, period: 5 * time.Second}
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return "metrics.cluster" }
+
+// Register adds the loop to the manager; every replica exports it.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error { return mgr.Add(c) }
+
+// NeedLeaderElection lets every replica export the metrics.
+func (c *Controller) NeedLeaderElection() bool { return false }
+
+// Start samples until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.period):
+		}
+		c.metrics.ClusterStateNodeCount.Set(float64(len(c.cluster.Nodes())))
+		synced, err := c.cluster.Synced(ctx, c.kubeClient)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("Checking cluster state sync", "error", err.Error())
+		}
+		if synced {
+			c.metrics.ClusterStateSynced.Set(1)
+		} else {
+			c.metrics.ClusterStateSynced.Set(0)
+		}
+	}
+}

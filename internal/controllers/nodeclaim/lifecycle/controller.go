@@ -1,0 +1,165 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+)
+
+// Options tune the lifecycle controller.
+type Options struct {
+	// LaunchTimeout deletes a claim whose instance has not launched this long after creation.
+	LaunchTimeout time.Duration
+	// RegistrationTimeout deletes a claim whose node has not registered this long after launch.
+	RegistrationTimeout time.Duration
+}
+
+// DefaultOptions are Karpenter's timeouts: 5 minutes to launch, 15 to register.
+func DefaultOptions() Options {
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute}
+}
+
+// Controller reconciles the lifecycle of NodeClaims.
+type Controller struct {
+	clock         clock.Clock
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	recorder      events.Recorder
+	metrics       *metrics.Metrics
+	opts          Options
+}
+
+// NewController returns a lifecycle controller.
+func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, opts Options) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, opts: opts}
+}
+
+// Name identifies the controller.
+func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
+
+// Reconcile moves one NodeClaim along its lifecycle.
+func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	// 1. Deleted claims belong to the termination controller.
+	if nc.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	// 2. The finalizer goes on before anything is launched, so that an
+	//    instance can never outlive its claim unnoticed.
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		stored := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
+		}
+	}
+	// 3. Run the phases in order on a working copy; each may stop the pass.
+	stored := nc.DeepCopy()
+	var results []reconcile.Result
+	var errs []error
+	for _, phase := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, bool, error){
+		c.launch, c.register, c.initialize, c.liveness,
+	} {
+		result, deleted, err := phase(ctx, nc)
+		if deleted {
+			return reconcile.Result{}, nil
+		}
+		results = append(results, result)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	setReady(nc, metav1.NewTime(c.clock.Now()))
+	// 4. Write metadata (labels from the launched instance) and status.
+	if err := c.persist(ctx, stored, nc); err != nil {
+		errs = append(errs, err)
+	}
+	return minResult(results), errors.Join(errs...)
+}
+
+// persist patches the claim's metadata and status when they changed.
+func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	if !equality.Semantic.DeepEqual(stored.Labels, nc.Labels) || !equality.Semantic.DeepEqual(stored.Annotations, nc.Annotations) {
+		status := nc.Status.DeepCopy()
+		if err := c.kubeClient.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
+		}
+		nc.Status = *status
+	}
+	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			if apierrors.IsConflict(err) {
+				return nil
+			}
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
+		}
+	}
+	return nil
+}
+
+// deleteClaim deletes the claim (its finalizer then terminates anything left).
+func (c *Controller) deleteClaim(ctx context.Context, nc *v1.NodeClaim, reason string) error {
+	if err := c.kubeClient.Delete(ctx, nc); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim: %w", err))
+	}
+	c.metrics.NodeClaimsDisrupted.WithLabelValues(reason, nc.Labels[v1.NodePoolLabelKey]).Inc()
+	return nil
+}
+
+// minResult returns the soonest requeue of the phases.
+func minResult(results []reconcile.Result) reconcile.Result {
+	var out reconcile.Result
+	for _, r := range results {
+		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
+			out.RequeueAfter = r.RequeueAfter
+		}
+	}
+	return out
+}
+
+// Register wires the controller: NodeClaims, and Nodes mapped to their claim.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsForNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+}
+
+// claimsForNode maps a Node to the NodeClaims with its provider ID.
+func (c *Controller) claimsForNode(ctx context.Context, obj client.Object) []reconcile.Request {
+	node := obj.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(claims.Items))
+	for i := range claims.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	}
+	return requests
+}

@@ -1,0 +1,74 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Batcher groups triggers into batches: a batch opens with the first
+// trigger, stays open while triggers keep arriving within the idle window,
+// and closes after the idle window passes quietly or the max window ends.
+type Batcher struct {
+	clock   clock.Clock
+	idle    time.Duration
+	max     time.Duration
+	trigger chan struct{}
+}
+
+// NewBatcher returns a Batcher with the given idle and max windows.
+func NewBatcher(clk clock.Clock, idle, max time.Duration) *Batcher {
+	return &Batcher{clock: clk, idle: idle, max: max, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a batch. It never blocks.
+func (b *Batcher) Trigger() {
+	select {
+	case b.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until a batch has been collected (true), or until ctx ends or
+// the poll period passes without any trigger (false).
+func (b *Batcher) Wait(ctx context.Context, poll time.Duration) bool {
+	pollTimer := b.clock.NewTimer(poll)
+	select {
+	case <-ctx.Done():
+		pollTimer.Stop()
+		return false
+	case <-pollTimer.C():
+		return false
+	case <-b.trigger:
+		pollTimer.Stop()
+	}
+	start := b.clock.Now()
+	last := start
+	for {
+		remaining := batchEnd(start, last, b.idle, b.max).Sub(b.clock.Now())
+		if remaining <= 0 {
+			return true
+		}
+		timer := b.clock.NewTimer(remaining)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-timer.C():
+		case <-b.trigger:
+			timer.Stop()
+			last = b.clock.Now()
+		}
+	}
+}
+
+// batchEnd is when a batch that opened at start and was last triggered at
+// last closes: one idle window after the last trigger, at most max after start.
+func batchEnd(start, last time.Time, idle, max time.Duration) time.Time {
+	end := last.Add(idle)
+	if limit := start.Add(max); limit.Before(end) {
+		return limit
+	}
+	return end
+}

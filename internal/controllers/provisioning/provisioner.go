@@ -1,0 +1,316 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+)
+
+// MinValuesRelaxedAnnotationKey marks a NodeClaim created although its
+// instance types do not cover every minValues (MinValuesPolicy BestEffort).
+const MinValuesRelaxedAnnotationKey = v1.Group + "/nodeclaim-min-values-relaxed"
+
+// Options tune provisioning.
+type Options struct {
+	// BatchIdleDuration closes a batch when no pod arrived for this long.
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration closes a batch this long after it opened.
+	BatchMaxDuration time.Duration
+	// Simulator tunes the scheduling simulation.
+	Simulator simulator.Options
+}
+
+// NominationWindow is how long a node counts as nominated after pods were
+// planned onto it: at least 10 s, and twice the max batch window.
+func (o Options) NominationWindow() time.Duration {
+	return max(2*o.BatchMaxDuration, 10*time.Second)
+}
+
+// Provisioner turns batches of pending pods into NodeClaims.
+type Provisioner struct {
+	clock         clock.Clock
+	kubeClient    client.Client
+	cluster       *state.Cluster
+	cloudProvider cloudprovider.CloudProvider
+	recorder      events.Recorder
+	metrics       *metrics.Metrics
+	batcher       *Batcher
+	opts          Options
+}
+
+// NewProvisioner returns a Provisioner; add it to a manager with Register.
+func NewProvisioner(clk clock.Clock, kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
+	recorder events.Recorder, m *metrics.Metrics, opts Options) *Provisioner {
+	return &Provisioner{
+		clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
+		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
+	}
+}
+
+// Trigger asks for a provisioning pass soon.
+func (p *Provisioner) Trigger() { p.batcher.Trigger() }
+
+// Start runs the provisioning loop until ctx ends. It implements
+// manager.Runnable; only the leader runs it.
+func (p *Provisioner) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("provisioner")
+	ctx = log.IntoContext(ctx, logger)
+	for {
+		// Poll now and then even without triggers, so that a missed event
+		// never strands a pending pod.
+		if !p.batcher.Wait(ctx, 10*time.Second) {
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		if err := p.Reconcile(ctx); err != nil {
+			logger.Error(err, "Provisioning")
+		}
+	}
+}
+
+// NeedLeaderElection makes the loop run on the leader only.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Reconcile runs one provisioning pass: simulate the pending pods against the
+// cluster and create the NodeClaims the plan calls for.
+func (p *Provisioner) Reconcile(ctx context.Context) error {
+	// 1. Take no decision while the model lags the API server.
+	synced, err := p.cluster.Synced(ctx, p.kubeClient)
+	if err != nil {
+		return err
+	}
+	if !synced {
+		log.FromContext(ctx).V(1).Info("Waiting for cluster state to sync before provisioning")
+		p.batcher.Trigger()
+		return nil
+	}
+	plan, pools, err := p.Schedule(ctx)
+	if err != nil || plan == nil {
+		return err
+	}
+	return p.Launch(ctx, plan, pools)
+}
+
+// Schedule simulates the pending pods and returns the plan (nil when there is
+// nothing to do) and the NodePools it used, by name.
+func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string]*v1.NodePool, error) {
+	start := p.clock.Now()
+	defer func() {
+		p.metrics.SchedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
+	}()
+
+	// 1. NodePools that may launch, with their instance types.
+	pools, byName, err := p.nodePools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// 2. Snapshot the machines before listing pods: a pod that binds between
+	// the two reads is then seen pending on a node that has room for it
+	// (undershoot), never twice.
+	snapshot := p.cluster.Snapshot(nil, pools)
+	pods, err := p.pendingPods(ctx, snapshot)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(pods) == 0 {
+		p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(0)
+		p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(0)
+		return nil, nil, nil
+	}
+	snapshot.Pods = pods
+	if err := p.addVolumesAndNamespaces(ctx, snapshot); err != nil {
+		return nil, nil, err
+	}
+	// 3. Simulate.
+	plan := simulator.Simulate(snapshot, p.opts.Simulator)
+	p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
+	p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(float64(len(plan.Unschedulable)))
+	log.FromContext(ctx).V(1).Info("Computed scheduling plan", "pods", len(pods), "newNodeClaims", len(plan.NewNodeClaims),
+		"placedOnExisting", len(plan.Placements), "unschedulable", len(plan.Unschedulable), "duration", p.clock.Since(start).String())
+	return plan, byName, nil
+}
+
+// nodePools lists the NodePools that are ready to launch, in weight order,
+// with the instance types their cloud provider offers.
+func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[string]*v1.NodePool, error) {
+	list := &v1.NodePoolList{}
+	if err := p.kubeClient.List(ctx, list); err != nil {
+		return nil, nil, fmt.Errorf("listing nodepools: %w", err)
+	}
+	var ready []*v1.NodePool
+	for i := range list.Items {
+		if nodepoolutil.IsReady(&list.Items[i]) {
+			ready = append(ready, &list.Items[i])
+		}
+	}
+	nodepoolutil.SortByWeight(ready)
+	pools := make([]simulator.NodePool, 0, len(ready))
+	byName := make(map[string]*v1.NodePool, len(ready))
+	for _, np := range ready {
+		types, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+		if err == nil && len(types) == 0 {
+			err = errors.New("the cloud provider returned no instance types")
+		}
+		if err != nil {
+			p.recorder.Publish(noInstanceTypesEvent(np, err))
+			log.FromContext(ctx).Error(err, "Skipping NodePool", "NodePool", klog.KObj(np))
+			continue
+		}
+		pools = append(pools, simulator.NodePool{NodePool: np, InstanceTypes: types})
+		byName[np.Name] = np
+	}
+	return pools, byName, nil
+}
+
+// pendingPods are the pods the kube-scheduler could not place, plus the
+// reschedulable pods of machines being deleted (so that their replacement
+// capacity launches while they drain).
+func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := p.kubeClient.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		if podutil.IsProvisionable(&list.Items[i]) {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	for _, n := range snapshot.Nodes {
+		if !n.MarkedForDeletion {
+			continue
+		}
+		for _, pod := range n.Pods {
+			if podutil.IsReschedulable(pod) && !podutil.ToleratesDisruptedTaint(pod) {
+				pods = append(pods, pod)
+			}
+		}
+	}
+	return pods, nil
+}
+
+// addVolumesAndNamespaces adds what volume topology and namespace selectors need.
+func (p *Provisioner) addVolumesAndNamespaces(ctx context.Context, snapshot *simulator.Snapshot) error {
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	pvs := &corev1.PersistentVolumeList{}
+	classes := &storagev1.StorageClassList{}
+	namespaces := &corev1.NamespaceList{}
+	for _, l := range []client.ObjectList{pvcs, pvs, classes, namespaces} {
+		if err := p.kubeClient.List(ctx, l); err != nil {
+			return fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	for i := range pvcs.Items {
+		snapshot.PersistentVolumeClaims = append(snapshot.PersistentVolumeClaims, &pvcs.Items[i])
+	}
+	for i := range pvs.Items {
+		snapshot.PersistentVolumes = append(snapshot.PersistentVolumes, &pvs.Items[i])
+	}
+	for i := range classes.Items {
+		snapshot.StorageClasses = append(snapshot.StorageClasses, &classes.Items[i])
+	}
+	for i := range namespaces.Items {
+		snapshot.Namespaces = append(snapshot.Namespaces, &namespaces.Items[i])
+	}
+	return nil
+}
+
+// Launch creates the plan's NodeClaims (in parallel), nominates pods, and
+// tells every pod it could not help why.
+func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools map[string]*v1.NodePool) error {
+	logger := log.FromContext(ctx)
+	window := p.opts.NominationWindow()
+	for _, placement := range plan.Placements {
+		p.cluster.NominateNodeForPod(placement.Node, window)
+	}
+	for _, u := range plan.Unschedulable {
+		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
+	}
+	errs := make([]error, len(plan.NewNodeClaims))
+	workqueue.ParallelizeUntil(ctx, 10, len(plan.NewNodeClaims), func(i int) {
+		claim := plan.NewNodeClaims[i]
+		np := pools[claim.NodePool]
+		nc := p.render(claim, np)
+		if err := p.kubeClient.Create(ctx, nc); err != nil {
+			errs[i] = fmt.Errorf("creating nodeclaim for nodepool %s: %w", claim.NodePool, err)
+			return
+		}
+		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
+		p.cluster.NominateNodeForPod(nc.Name, window)
+		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
+			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
+			"instanceTypes", instanceTypeSummary(claim.InstanceTypes), "price", claim.Price)
+		for _, pod := range claim.Pods {
+			p.recorder.Publish(nominatedEvent(pod, "nodeclaim/"+nc.Name))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// render builds the NodeClaim of a planned claim: the pool's template plus
+// the drift hash and, when minValues were relaxed, a marker annotation.
+func (p *Provisioner) render(claim *simulator.NewNodeClaim, np *v1.NodePool) *v1.NodeClaim {
+	nc := claim.NodeClaim(np)
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.NodePoolHashAnnotationKey] = nodepoolutil.TemplateHash(np)
+	nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = nodepoolutil.HashVersion
+	if claim.MinValuesRelaxed {
+		nc.Annotations[MinValuesRelaxedAnnotationKey] = "true"
+	}
+	return nc
+}
+
+func resourceString(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	out := ""
+	for i, name := range names {
+		if i > 0 {
+			out += ","
+		}
+		q := list[corev1.ResourceName(name)]
+		out += name + "=" + q.String()
+	}
+	return out
+}
+
+// instanceTypeSummary names the cheapest options and how many there are.
+func instanceTypeSummary(types []*cloudprovider.InstanceType) string {
+	const shown = 3
+	out := ""
+	for i, it := range types {
+		if i == shown {
+			return fmt.Sprintf("%s and %d other(s)", out, len(types)-shown)
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += it.Name
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
+	awsv1beta1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1beta1"
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1beta1"
+	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+)
+
+// Operator is a configured controller process, ready for controllers to be
+// registered with its Manager and then started.
+type Operator struct {
+	Options    Options
+	Logger     logr.Logger
+	Clock      clock.WithTicker
+	Scheme     *runtime.Scheme
+	RESTConfig *rest.Config
+	Manager    manager.Manager
+	// KubeClient is the manager's cached client.
+	KubeClient client.Client
+	Recorder   events.Recorder
+	Metrics    *metrics.Metrics
+	// Registry holds Dovetail's metrics, served with controller-runtime's on /metrics.
+	Registry *prometheus.Registry
+}
+
+// NewScheme returns a scheme with the built-in kinds and every served Dovetail kind.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, v1.AddToScheme, v1beta1.AddToScheme,
+		awsv1.AddToScheme, awsv1beta1.AddToScheme, kwokv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+// NewLogger builds the process logger: JSON (or console) at the given level,
+// written to w (standard error when nil).
+func NewLogger(level, format string, w io.Writer) logr.Logger {
+	lvl := zapcore.InfoLevel
+	switch level {
+	case "debug":
+		lvl = zapcore.DebugLevel
+	case "error":
+		lvl = zapcore.ErrorLevel
+	}
+	opts := []zap.Opts{zap.Level(lvl), zap.UseDevMode(false)}
+	if w != nil {
+		opts = append(opts, zap.WriteTo(w))
+	}
+	if format == "console" {
+		opts = append(opts, zap.ConsoleEncoder())
+	} else {
+		opts = append(opts, zap.JSONEncoder())
+	}
+	return zap.New(opts...)
+}
+
+// New builds an operator. restConfig may be nil: it is then read from
+// --kubeconfig or the in-cluster environment.
+func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	logger := NewLogger(opts.LogLevel, opts.LogFormat, opts.LogWriter)
+	ctrl.SetLogger(logger)
+	if restConfig == nil {
+		var err error
+		restConfig, err = loadRESTConfig(opts.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+	}
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS, restConfig.Burst = opts.KubeClientQPS, opts.KubeClientBurst
+	restConfig.UserAgent = "dovetail"
+
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        logger,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        address(opts.HealthProbePort),
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionName,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:                    config.Controller{SkipNameValidation: &opts.AllowRestart},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating controller manager: %w", err)
+	}
+	if err := indexes.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding liveness probe: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding readiness probe: %w", err)
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewBuildInfoCollector())
+	m, err := metrics.New(registry)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MetricsPort != 0 {
+		if err := mgr.Add(&metricsServer{address: address(opts.MetricsPort), gatherers: prometheus.Gatherers{crmetrics.Registry, registry}}); err != nil {
+			return nil, fmt.Errorf("adding metrics server: %w", err)
+		}
+	}
+	clk := clock.RealClock{}
+	return &Operator{
+		Options: opts, Logger: logger, Clock: clk, Scheme: scheme, RESTConfig: restConfig, Manager: mgr,
+		KubeClient: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorderFor("dovetail"), clk),
+		Metrics: m, Registry: registry,
+	}, nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return config, nil
+	}
+	config, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
+	}
+	return config, nil
+}
+
+func address(port int) string {
+	if port == 0 {
+		return "0"
+	}
+	return net.JoinHostPort("", strconv.Itoa(port))
+}
+
+// Start runs the manager (and every registered controller) until ctx ends.
+func (o *Operator) Start(ctx context.Context) error {
+	o.Logger.Info("Starting Dovetail controller", "leaderElection", o.Options.LeaderElect)
+	if err := o.Manager.Start(ctx); err != nil {
+		return fmt.Errorf("running controller manager: %w", err)
+	}
+	return nil
+}
+
+// metricsServer serves /metrics from the given gatherers.
+type metricsServer struct {
+	address   string
+	gatherers prometheus.Gatherers
+}
+
+// Start serves until ctx ends.
+func (s *metricsServer) Start(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherers, promhttp.HandlerOpts{}))
+	server := &http.Server{Addr: s.address, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	listener, err := net.Listen("tcp", s.address)
+	if err != nil {
+		return fmt.Errorf("listening for metrics on %s: %w", s.address, err)
+	}
+	errCh := make(chan error, 1)
+	go func() { errCh <- server.Serve(listener) }()
+	select {
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return server.Shutdown(shutdownCtx)
+	case err := <-errCh:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+}
+
+// NeedLeaderElection lets every replica serve metrics.
+func (s *metricsServer) NeedLeaderElection() bool { return false }

@@ -1,0 +1,181 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+)
+
+// Options configure a Dovetail controller process. Every option is a flag,
+// and most can also be set from the environment variable Karpenter uses for
+// the same setting; a flag given on the command line wins.
+type Options struct {
+	Kubeconfig              string
+	MetricsPort             int
+	HealthProbePort         int
+	LogLevel                string
+	LogFormat               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionName      string
+	KubeClientQPS           float32
+	KubeClientBurst         int
+	BatchIdleDuration       time.Duration
+	BatchMaxDuration        time.Duration
+	PreferencePolicy        string
+	MinValuesPolicy         string
+	RegistrationTimeout     time.Duration
+	FeatureGates            string
+	// LogWriter receives the logs; standard error when nil. Not a flag: the
+	// demo sends the controller's logs to a file.
+	LogWriter io.Writer
+	// AllowRestart lets a process start several operators one after another
+	// (controller names are otherwise unique per process), as the demo and
+	// the restart tests do. Not a flag.
+	AllowRestart bool
+}
+
+// envNames maps flags to the environment variables that may set them.
+func envNames() map[string]string {
+	return map[string]string{
+		"kubeconfig":                "KUBECONFIG",
+		"metrics-port":              "METRICS_PORT",
+		"health-probe-port":         "HEALTH_PROBE_PORT",
+		"log-level":                 "LOG_LEVEL",
+		"log-format":                "LOG_FORMAT",
+		"leader-elect":              "LEADER_ELECT",
+		"leader-election-namespace": "LEADER_ELECTION_NAMESPACE",
+		"leader-election-name":      "LEADER_ELECTION_NAME",
+		"kube-client-qps":           "KUBE_CLIENT_QPS",
+		"kube-client-burst":         "KUBE_CLIENT_BURST",
+		"batch-idle-duration":       "BATCH_IDLE_DURATION",
+		"batch-max-duration":        "BATCH_MAX_DURATION",
+		"preference-policy":         "PREFERENCE_POLICY",
+		"min-values-policy":         "MIN_VALUES_POLICY",
+		"registration-timeout":      "REGISTRATION_TIMEOUT",
+		"feature-gates":             "FEATURE_GATES",
+	}
+}
+
+// AddFlags registers the options' flags with their defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty [KUBECONFIG]")
+	fs.IntVar(&o.MetricsPort, "metrics-port", 8080, "port of the Prometheus /metrics endpoint; 0 disables it [METRICS_PORT]")
+	fs.IntVar(&o.HealthProbePort, "health-probe-port", 8081, "port of the /healthz and /readyz probes; 0 disables them [HEALTH_PROBE_PORT]")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info or error [LOG_LEVEL]")
+	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or console [LOG_FORMAT]")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas; only the leader takes decisions [LEADER_ELECT]")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader-election lease [LEADER_ELECTION_NAMESPACE]")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", "dovetail-leader-election", "name of the leader-election lease [LEADER_ELECTION_NAME]")
+	fs.Float32Var(&o.KubeClientQPS, "kube-client-qps", 200, "queries per second to the API server [KUBE_CLIENT_QPS]")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", 300, "burst of queries to the API server [KUBE_CLIENT_BURST]")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", time.Second, "close a provisioning batch when no pod arrived for this long [BATCH_IDLE_DURATION]")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", 10*time.Second, "close a provisioning batch this long after it opened [BATCH_MAX_DURATION]")
+	fs.StringVar(&o.PreferencePolicy, "preference-policy", string(simulator.PreferencesRespect), "Respect or Ignore pods' preferences when launching nodes [PREFERENCE_POLICY]")
+	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", string(simulator.MinValuesStrict), "Strict or BestEffort handling of requirements' minValues [MIN_VALUES_POLICY]")
+	fs.DurationVar(&o.RegistrationTimeout, "registration-timeout", 15*time.Minute, "delete a NodeClaim whose node has not registered this long after launch [REGISTRATION_TIMEOUT]")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs, e.g. SpotToSpotConsolidation=true [FEATURE_GATES]")
+}
+
+// ApplyEnvironment sets every flag that was not given on the command line
+// from its environment variable, if that is set. Errors name the variable.
+func ApplyEnvironment(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var errs []error
+	names := envNames()
+	fs.VisitAll(func(f *pflag.Flag) {
+		env, ok := names[f.Name]
+		if !ok || f.Changed {
+			return
+		}
+		value, set := lookup(env)
+		if !set {
+			return
+		}
+		if err := fs.Set(f.Name, value); err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s=%q: %w", env, value, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Validate checks the options, naming the offending flag.
+func (o *Options) Validate() error {
+	var errs []error
+	for name, port := range map[string]int{"--metrics-port": o.MetricsPort, "--health-probe-port": o.HealthProbePort} {
+		if port < 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d is out of range 0-65535", name, port))
+		}
+	}
+	switch o.LogLevel {
+	case "debug", "info", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level %q is not one of debug, info, error", o.LogLevel))
+	}
+	switch o.LogFormat {
+	case "json", "console":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q is not one of json, console", o.LogFormat))
+	}
+	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration <= 0 {
+		errs = append(errs, fmt.Errorf("--batch-idle-duration (%v) and --batch-max-duration (%v) must be positive", o.BatchIdleDuration, o.BatchMaxDuration))
+	} else if o.BatchIdleDuration > o.BatchMaxDuration {
+		errs = append(errs, fmt.Errorf("--batch-idle-duration %v is longer than --batch-max-duration %v", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	switch simulator.PreferencePolicy(o.PreferencePolicy) {
+	case simulator.PreferencesRespect, simulator.PreferencesIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("--preference-policy %q is not one of Respect, Ignore", o.PreferencePolicy))
+	}
+	switch simulator.MinValuesPolicy(o.MinValuesPolicy) {
+	case simulator.MinValuesStrict, simulator.MinValuesBestEffort:
+	default:
+		errs = append(errs, fmt.Errorf("--min-values-policy %q is not one of Strict, BestEffort", o.MinValuesPolicy))
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-client-qps and --kube-client-burst must be positive"))
+	}
+	if o.RegistrationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--registration-timeout must be positive"))
+	}
+	if _, err := o.Gates(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// FeatureGates are the optional behaviours a user may switch on.
+type FeatureGates struct {
+	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node.
+	SpotToSpotConsolidation bool
+}
+
+// Gates parses --feature-gates.
+func (o *Options) Gates() (FeatureGates, error) {
+	var g FeatureGates
+	if strings.TrimSpace(o.FeatureGates) == "" {
+		return g, nil
+	}
+	for _, pair := range strings.Split(o.FeatureGates, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || (value != "true" && value != "false") {
+			return g, fmt.Errorf("--feature-gates: %q is not Gate=true or Gate=false", pair)
+		}
+		switch name {
+		case "SpotToSpotConsolidation":
+			g.SpotToSpotConsolidation = value == "true"
+		default:
+			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation)", name)
+		}
+	}
+	return g, nil
+}

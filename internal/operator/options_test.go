@@ -1,0 +1,72 @@
+package operator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func parse(t *testing.T, args []string, env map[string]string) (*Options, error) {
+	t.Helper()
+	o := &Options{}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := ApplyEnvironment(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		return nil, err
+	}
+	return o, o.Validate()
+}
+
+func TestOptionsFromFlagsAndEnvironment(t *testing.T) {
+	o, err := parse(t, []string{"--batch-idle-duration=2s"}, map[string]string{
+		"BATCH_IDLE_DURATION": "5s", "BATCH_MAX_DURATION": "20s", "LOG_LEVEL": "debug", "FEATURE_GATES": "SpotToSpotConsolidation=true",
+	})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.BatchIdleDuration != 2*time.Second {
+		t.Errorf("flag did not win over the environment: idle %v", o.BatchIdleDuration)
+	}
+	if o.BatchMaxDuration != 20*time.Second || o.LogLevel != "debug" {
+		t.Errorf("environment not applied: max %v level %s", o.BatchMaxDuration, o.LogLevel)
+	}
+	gates, _ := o.Gates()
+	if !gates.SpotToSpotConsolidation {
+		t.Error("feature gate not parsed")
+	}
+	if o.MetricsPort != 8080 || o.HealthProbePort != 8081 || !o.LeaderElect {
+		t.Errorf("defaults: metrics %d health %d leader %v", o.MetricsPort, o.HealthProbePort, o.LeaderElect)
+	}
+}
+
+func TestOptionsRejectBadInput(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		"bad duration flag":        {args: []string{"--batch-max-duration=soon"}, wantErr: `invalid argument "soon" for "--batch-max-duration"`},
+		"bad duration environment": {env: map[string]string{"BATCH_MAX_DURATION": "soon"}, wantErr: `environment variable BATCH_MAX_DURATION="soon"`},
+		"idle longer than max":     {args: []string{"--batch-idle-duration=20s", "--batch-max-duration=10s"}, wantErr: "--batch-idle-duration 20s is longer than --batch-max-duration 10s"},
+		"unknown log level":        {args: []string{"--log-level=loud"}, wantErr: `--log-level "loud" is not one of`},
+		"unknown preference":       {env: map[string]string{"PREFERENCE_POLICY": "Maybe"}, wantErr: `--preference-policy "Maybe"`},
+		"unknown min values":       {args: []string{"--min-values-policy=Lenient"}, wantErr: `--min-values-policy "Lenient"`},
+		"port out of range":        {args: []string{"--metrics-port=70000"}, wantErr: "--metrics-port 70000 is out of range"},
+		"unknown feature gate":     {args: []string{"--feature-gates=Teleport=true"}, wantErr: `unknown gate "Teleport"`},
+		"malformed feature gate":   {args: []string{"--feature-gates=SpotToSpotConsolidation"}, wantErr: "is not Gate=true or Gate=false"},
+		"unknown flag":             {args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse(t, tc.args, tc.env)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,166 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
+)
+
+// PauseImage is the image test pods use; kwok never pulls it.
+const PauseImage = "registry.k8s.io/pause:3.10"
+
+// Eventually polls condition every 50ms until it is true, failing the test
+// with what was awaited when timeout passes. Errors from condition are retried.
+func Eventually(t testing.TB, timeout time.Duration, what string, condition func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := condition(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// StartManager starts a controller-runtime manager against the environment
+// with Dovetail's field indexes, after register has added controllers to it,
+// and stops it at the end of the test. It waits until the caches are synced.
+func (e *Environment) StartManager(t testing.TB, register func(mgr manager.Manager) error) manager.Manager {
+	t.Helper()
+	skipNameValidation := true
+	mgr, err := ctrl.NewManager(e.ControlPlane.RESTConfig, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlConfig(skipNameValidation),
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := indexes.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+		cancel()
+		t.Fatalf("registering indexes: %v", err)
+	}
+	if err := register(mgr); err != nil {
+		cancel()
+		t.Fatalf("registering controllers: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with error: %v", err)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatal("manager caches did not sync")
+	}
+	return mgr
+}
+
+// CreatePendingPod creates pod (giving its containers the pause image) and
+// marks it the way the kube-scheduler marks a pod it cannot place.
+func (e *Environment) CreatePendingPod(t testing.TB, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod = pod.DeepCopy()
+	pod.UID, pod.ResourceVersion = "", ""
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Image == "" {
+			pod.Spec.Containers[i].Image = PauseImage
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Image == "" {
+			pod.Spec.InitContainers[i].Image = PauseImage
+		}
+	}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/0 nodes are available", LastTransitionTime: metav1.Now(),
+	}}
+	if err := e.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatalf("marking pod %s unschedulable: %v", pod.Name, err)
+	}
+	return pod
+}
+
+// CreateReadyNodePool creates the NodePool and sets its NodeClassReady and
+// Ready conditions, as the readiness controller would for a ready NodeClass.
+func (e *Environment) CreateReadyNodePool(t testing.TB, np *v1.NodePool) *v1.NodePool {
+	t.Helper()
+	ctx := context.Background()
+	np = np.DeepCopy()
+	np.UID, np.ResourceVersion = "", ""
+	if np.Spec.Template.Spec.ExpireAfter.String() == v1.Never && np.Spec.Template.Spec.ExpireAfter.Duration == nil {
+		np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("720h")
+	}
+	if np.Spec.Template.Spec.Requirements == nil {
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{}
+	}
+	if err := e.Client.Create(ctx, np); err != nil {
+		t.Fatalf("creating nodepool %s: %v", np.Name, err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), np) })
+	for _, c := range []string{v1.ConditionTypeNodeClassReady, v1.ConditionTypeReady} {
+		meta.SetStatusCondition(&np.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c})
+	}
+	if err := e.Client.Status().Update(ctx, np); err != nil {
+		t.Fatalf("marking nodepool %s ready: %v", np.Name, err)
+	}
+	return np
+}
+
+// DeleteAll deletes every object of the list's kind (cluster-wide) and
+// removes their finalizers, for cleanup between tests.
+func (e *Environment) DeleteAll(t testing.TB, list client.ObjectList, objs func() []client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.Client.List(ctx, list); err != nil {
+		t.Fatalf("listing %T: %v", list, err)
+	}
+	for _, obj := range objs() {
+		if len(obj.GetFinalizers()) > 0 {
+			obj.SetFinalizers(nil)
+			if err := e.Client.Update(ctx, obj); client.IgnoreNotFound(err) != nil {
+				t.Errorf("removing finalizers of %s: %v", obj.GetName(), err)
+			}
+		}
+		if err := e.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %s: %v", obj.GetName(), err)
+		}
+	}
+}
+
+// Describe formats an object reference for failure messages.
+func Describe(obj client.Object) string {
+	return fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+}
