@@ -14,6 +14,7 @@ func NewNodeClaimNotFoundError(err error) *NodeClaimNotFoundError {
 	return &NodeClaimNotFoundError{err: err}
 }
 
+// Error describes the missing instance.
 func (e *NodeClaimNotFoundError) Error() string { return fmt.Sprintf("nodeclaim not found: %v", e.err) }
 
 // Unwrap returns the wrapped error.
@@ -43,6 +44,7 @@ func NewInsufficientCapacityError(err error) *InsufficientCapacityError {
 	return &InsufficientCapacityError{err: err}
 }
 
+// Error describes the capacity shortage.
 func (e *InsufficientCapacityError) Error() string {
 	return fmt.Sprintf("insufficient capacity: %v", e.err)
 }
@@ -73,6 +75,7 @@ func NewNodeClassNotReadyError(err error) *NodeClassNotReadyError {
 	return &NodeClassNotReadyError{err: err}
 }
 
+// Error describes why the NodeClass cannot be used.
 func (e *NodeClassNotReadyError) Error() string { return fmt.Sprintf("nodeclass not ready: %v", e.err) }
 
 // Unwrap returns the wrapped error.
@@ -106,6 +109,7 @@ func NewCreateError(err error, conditionReason, conditionMessage string) *Create
 	return &CreateError{err: err, ConditionReason: conditionReason, ConditionMessage: conditionMessage}
 }
 
+// Error describes the launch failure.
 func (e *CreateError) Error() string { return fmt.Sprintf("creating nodeclaim: %v", e.err) }
 
 // Unwrap returns the wrapped error.

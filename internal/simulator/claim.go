@@ -24,9 +24,10 @@ type claim struct {
 	options  bitset.Set       // reqMask types with room for requests
 	requests resources.Vector // the pods' requests (daemonsets are in the types' effAlloc)
 	maxAlloc resources.Vector // an upper bound of effAlloc over reqMask
-	cheapest int
-	price    float64
-	slack    resources.Vector // room left in the cheapest type
+	cheapest int              // the cheapest type that fits the pods
+	target   int              // the type the claim is being filled up to
+	price    float64          // the target's price
+	slack    resources.Vector // room left in the target
 
 	pods     []*podInfo
 	ports    []hostPort
@@ -38,13 +39,15 @@ type claim struct {
 // addPlan is the outcome of checking a pod against a claim: what the claim
 // becomes if the pod is added.
 type addPlan struct {
+	pool     *pool
 	reqs     creqs
 	pairs    bitset.Set
 	allPairs bool
 	reqMask  bitset.Set
 	options  bitset.Set
 	cheapest int
-	price    float64
+	target   int
+	price    float64 // the target's price
 	relaxed  bool
 }
 
@@ -57,7 +60,7 @@ func (p *addPlan) keep() addPlan {
 }
 
 // domain returns the claim's value for key if it is settled.
-func (c *claim) domain(s *solve, key int32) (int32, bool) {
+func (c *claim) domain(key int32) (int32, bool) {
 	if r, ok := c.reqs.get(key); ok {
 		return r.single()
 	}
@@ -69,7 +72,7 @@ func (s *solve) claimSlot(c *claim, t *tg) (int32, bool) {
 	if t.hostname {
 		return c.loc, true
 	}
-	v, ok := c.domain(s, t.key)
+	v, ok := c.domain(t.key)
 	if !ok {
 		return 0, false
 	}
@@ -175,7 +178,7 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	for gi := range v.groups {
 		g := &v.groups[gi]
 		if g.hostname {
-			if !s.hostnameOK(v, g, c.loc) {
+			if !s.groupAllows(v, g, c.loc) {
 				return addPlan{}, false
 			}
 			continue
@@ -196,7 +199,7 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 		reqs = and(s.vals, reqs, pinned)
 		changed = true
 	}
-	plan := addPlan{reqs: reqs, pairs: c.pairs, allPairs: c.allPairs, reqMask: c.reqMask}
+	plan := addPlan{pool: p, reqs: reqs, pairs: c.pairs, allPairs: c.allPairs, reqMask: c.reqMask}
 	if changed {
 		plan.reqMask = s.narrowMask(c, reqs, &plan)
 		if plan.reqMask.Empty() {
@@ -212,6 +215,10 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	if opts.Empty() {
 		return addPlan{}, false
 	}
+	s.withinLimits(c, opts)
+	if opts.Empty() {
+		return addPlan{}, false
+	}
 	plan.options = opts
 	if !s.minValuesOK(p, opts, &plan) {
 		return addPlan{}, false
@@ -219,6 +226,12 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 	plan.cheapest, plan.price = s.cheapestIn(p, plan.pairs, plan.allPairs, opts)
 	if plan.cheapest < 0 || (s.priceCap > 0 && plan.price >= s.priceCap) {
 		return addPlan{}, false
+	}
+	// A claim keeps its target type while the pods fit it; its cost is the
+	// target's price. Otherwise it grows into the cheapest type that fits.
+	plan.target = plan.cheapest
+	if c.target >= 0 && opts.Has(c.target) {
+		plan.target, plan.price = c.target, p.price(c.target, plan.pairs, plan.allPairs)
 	}
 	return plan, true
 }
@@ -395,11 +408,6 @@ func (s *solve) poolTolerated(v *podView, p *pool) bool {
 	return row[p.idx] == 1
 }
 
-// hostnameOK checks the pod's hostname constraints against location loc.
-func (s *solve) hostnameOK(v *podView, g *keyGroup, loc int32) bool {
-	return s.groupAllows(v, g, loc)
-}
-
 func (s *solve) groupAllows(v *podView, g *keyGroup, slot int32) bool {
 	for _, r := range g.refs {
 		if !s.allows(v, r, s.tg(r.tg), slot) {
@@ -420,7 +428,8 @@ func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int
 			break
 		}
 	}
-	best, bestCount, found := int32(0), int32(math.MaxInt32), false
+	best, bestCount, bestPrice, found := int32(0), int32(math.MaxInt32), math.Inf(1), false
+	rep := -1
 	for _, val := range s.claimValues(c, g.key, reqs) {
 		if !s.domainAllowed(v, g.key, val) {
 			continue
@@ -433,11 +442,48 @@ func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int
 		if spread != nil {
 			count = s.count(spread, slot)
 		}
-		if !found || count < bestCount {
-			best, bestCount, found = val, count, true
+		if found && count > bestCount {
+			continue
+		}
+		// Among equally good domains, take the one where the claim is cheapest.
+		price := 0.0
+		if g.key == s.m.zoneKey || g.key == s.m.ctKey {
+			if rep < 0 {
+				rep = s.representative(c)
+			}
+			price = s.priceWhere(c, rep, g.key, val)
+		}
+		if !found || count < bestCount || price < bestPrice {
+			best, bestCount, bestPrice, found = val, count, price, true
 		}
 	}
 	return best, found
+}
+
+// representative is the type whose price stands for the claim's when
+// choosing a zone or capacity type: its target, or for a template claim the
+// cheapest type that can hold it at all.
+func (s *solve) representative(c *claim) int {
+	if c.target >= 0 {
+		return c.target
+	}
+	return c.reqMask.First()
+}
+
+// priceWhere is type t's cheapest offering among the claim's pairs whose zone
+// (or capacity type) is val.
+func (s *solve) priceWhere(c *claim, t int, key, val int32) float64 {
+	p := c.pool
+	best := math.Inf(1)
+	if t < 0 {
+		return best
+	}
+	for i := c.pairs.First(); i >= 0; i = c.pairs.Next(i + 1) {
+		if (key == s.m.zoneKey && p.pairZone[i] == val) || (key == s.m.ctKey && p.pairCT[i] == val) {
+			best = min(best, p.pairPrice[i][t])
+		}
+	}
+	return best
 }
 
 // claimValues lists the values of key a claim could still take, in slot order.

@@ -2,8 +2,10 @@ package simulator
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
 )
 
@@ -11,12 +13,14 @@ import (
 // starts as, given the limits left. It is rebuilt when the limits change.
 func (s *solve) fresh(p *pool) *claim {
 	ps := &s.pools[p.idx]
-	if ps.fresh == nil || ps.fresh.version != ps.version {
-		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, version: ps.version}
+	binding := s.limitsBind(p, nil)
+	if ps.fresh == nil || (binding || ps.freshLimited) && ps.fresh.version != ps.version {
+		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, target: -1, version: ps.version}
 		c.pairs = s.m.allowedPairs(p, p.base)
 		c.allPairs = c.pairs.Count() == len(p.pairZone)
 		c.reqMask = p.viable.Copy()
-		if ps.remaining != nil {
+		ps.freshLimited = binding
+		if binding {
 			for t := c.reqMask.First(); t >= 0; t = c.reqMask.Next(t + 1) {
 				for d, l := range p.limits {
 					if l >= 0 && p.capacity[t][d] > ps.remaining[d] {
@@ -71,13 +75,31 @@ func (s *solve) bestNewClaim(pi *podInfo, v *podView) (*claim, addPlan, bool) {
 	return best, bestPlan, best != nil
 }
 
+// addSlack adds (sign 1) or removes (sign -1) a claim's room to the total.
+func (s *solve) addSlack(slack resources.Vector, sign int64) {
+	for d, a := range slack {
+		s.slackSum[d] += sign * max(a, 0)
+	}
+}
+
+// placed takes a placed pod out of the pending demand.
+func (s *solve) placed(pi *podInfo) {
+	s.demand.Sub(pi.req)
+	if left := s.sigLeft[pi.sig]; left != nil {
+		left.Sub(pi.req)
+	}
+	if pi.sig.ownNode {
+		s.ownNodeLeft--
+	}
+}
+
 // openClaim turns a template into a claim of this solve.
 func (s *solve) openClaim(tmpl *claim) *claim {
 	p := tmpl.pool
 	c := &claim{
 		id: int32(len(s.claims)), pool: p, reqs: tmpl.reqs, pairs: tmpl.pairs, allPairs: tmpl.allPairs,
 		reqMask: tmpl.reqMask.Copy(), options: tmpl.options.Copy(), requests: s.m.res.New(),
-		maxAlloc: tmpl.maxAlloc, ports: tmpl.ports, cheapest: -1,
+		maxAlloc: tmpl.maxAlloc, ports: tmpl.ports, cheapest: -1, target: -1,
 	}
 	c.loc = int32(len(s.m.nodes)) + c.id
 	s.claims = append(s.claims, c)
@@ -93,6 +115,7 @@ func (s *solve) openClaim(tmpl *claim) *claim {
 func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	if c.cheapest >= 0 {
 		s.unindex(c)
+		s.addSlack(c.slack, -1)
 	}
 	old := c.reqs
 	c.reqs = plan.reqs
@@ -102,10 +125,12 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	}
 	c.options.CopyFrom(plan.options)
 	c.requests.Add(pi.req)
-	c.cheapest, c.price = plan.cheapest, plan.price
+	c.cheapest, c.target, c.price = plan.cheapest, plan.target, plan.price
 	c.relaxed = c.relaxed || plan.relaxed
-	c.slack = slices.Clone(c.pool.effAlloc[c.cheapest])
+	c.slack = slices.Clone(c.pool.effAlloc[c.target])
 	c.slack.Sub(c.requests)
+	s.addSlack(c.slack, 1)
+	s.placed(pi)
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		if _, now := r.single(); !now {
@@ -132,7 +157,7 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 // domain for key is decided.
 func (s *solve) settle(c *claim, key int32) {
 	for _, q := range c.pods {
-		for _, id := range s.selectedBy(q.sig) {
+		for _, id := range q.sig.selectedBy {
 			t := s.tg(id)
 			if t.key != key || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
 				continue
@@ -155,7 +180,7 @@ func (s *solve) settle(c *claim, key int32) {
 // still open the pod is counted once it is decided (settle); anti-affinity
 // meanwhile treats every domain the claim could take as occupied.
 func (s *solve) recordClaim(pi *podInfo, c *claim) {
-	for _, id := range s.selectedBy(pi.sig) {
+	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
 		slot, ok := s.claimSlot(c, t)
 		if !ok {
@@ -207,21 +232,20 @@ func (s *solve) claimPassesFilter(t *tg, c *claim) bool {
 	return false
 }
 
-// reserve holds, against the pool's limits, the largest capacity among the
-// claim's options: the provider may launch any of them.
+// reserve holds the capacity of the claim's cheapest option against its
+// pool's limits. Options bigger than that are trimmed when the plan is
+// rendered (limitCaps), so whichever option the provider launches, the pool
+// stays within its limits.
 func (s *solve) reserve(c *claim) {
 	p := c.pool
 	ps := &s.pools[p.idx]
 	if ps.remaining == nil {
 		return
 	}
-	need := s.m.res.New()
-	for t := c.options.First(); t >= 0; t = c.options.Next(t + 1) {
-		need.Max(p.capacity[t])
-	}
 	if c.reserved == nil {
 		c.reserved = s.m.res.New()
 	}
+	need := p.capacity[c.target]
 	if slices.Equal(need, c.reserved) {
 		return
 	}
@@ -232,6 +256,82 @@ func (s *solve) reserve(c *claim) {
 	}
 	copy(c.reserved, need)
 	ps.version++
+}
+
+// limitsBind reports whether some type of pool p is too big for what is left
+// of its limits (beyond what claim c, if any, already holds). Limits "so
+// large they never bind" then cost nothing.
+func (s *solve) limitsBind(p *pool, c *claim) bool {
+	ps := &s.pools[p.idx]
+	if ps.remaining == nil {
+		return false
+	}
+	for d, l := range p.limits {
+		if l < 0 {
+			continue
+		}
+		held := int64(0)
+		if c != nil && c.reserved != nil {
+			held = c.reserved[d]
+		}
+		if p.maxCapacity[d]-held > ps.remaining[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// withinLimits removes from opts the types that would take claim c past its
+// pool's limits if it grew into them.
+func (s *solve) withinLimits(c *claim, opts bitset.Set) {
+	p := c.pool
+	ps := &s.pools[p.idx]
+	if !s.limitsBind(p, c) {
+		return
+	}
+	for t := opts.First(); t >= 0; t = opts.Next(t + 1) {
+		for d, l := range p.limits {
+			if l < 0 {
+				continue
+			}
+			held := int64(0)
+			if c.reserved != nil {
+				held = c.reserved[d]
+			}
+			if p.capacity[t][d]-held > ps.remaining[d] {
+				opts.Remove(t)
+				break
+			}
+		}
+	}
+}
+
+// limitCaps shares what is left of each limited pool's limits evenly among
+// its claims: a claim may keep options up to its reservation plus its share.
+func (s *solve) limitCaps() map[*claim]resources.Vector {
+	caps := map[*claim]resources.Vector{}
+	perPool := map[int][]*claim{}
+	for _, c := range s.claims {
+		if s.pools[c.pool.idx].remaining != nil {
+			perPool[c.pool.idx] = append(perPool[c.pool.idx], c)
+		}
+	}
+	for idx, claims := range perPool {
+		p := s.m.pools[idx]
+		left := s.pools[idx].remaining
+		for _, c := range claims {
+			capv := slices.Clone(c.reserved)
+			for d, l := range p.limits {
+				if l < 0 {
+					capv[d] = math.MaxInt64
+				} else if left[d] > 0 {
+					capv[d] += left[d] / int64(len(claims))
+				}
+			}
+			caps[c] = capv
+		}
+	}
+	return caps
 }
 
 func slackLess(a, b *claim) int {

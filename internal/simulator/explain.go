@@ -122,6 +122,9 @@ func (s *solve) explainPool(pi *podInfo, v *podView, p *pool) string {
 	if t, ok := tolerates(v.sig.tolerations, p.taints, !v.tolerateSoft); !ok {
 		return "untolerated taint " + t.ToString()
 	}
+	if hp, clash := portsConflict(p.daemonPorts, v.sig.ports); clash {
+		return fmt.Sprintf("host port %d/%s is used by a daemonset", hp.port, hp.protocol)
+	}
 	ps := &s.pools[p.idx]
 	if ps.remainingNodes == 0 {
 		return "limit on nodes reached"

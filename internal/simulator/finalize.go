@@ -23,7 +23,15 @@ func (s *solve) plan(pods, failed []*podInfo) *Plan {
 		}
 	}
 	cache := map[string]typeList{}
+	caps := s.limitCaps()
 	for _, c := range s.claims {
+		if capv, ok := caps[c]; ok {
+			for t := c.options.First(); t >= 0; t = c.options.Next(t + 1) {
+				if !c.pool.capacity[t].Fits(capv) {
+					c.options.Remove(t)
+				}
+			}
+		}
 		nc, problem := s.finalizeClaim(c, cache)
 		if problem != "" {
 			for _, pi := range c.pods {

@@ -36,11 +36,11 @@ const (
 	ctKey       = v1.CapacityTypeLabelKey
 )
 
-// catalog is the small instance-type catalog most cases use: general purpose
+// testCatalog is the small instance-type catalog most cases use: general purpose
 // (m) and compute (c) types in four sizes, an arm64 type, and a GPU type,
 // priced by PriceFromResources and offered in the fake provider's five
 // default offerings.
-func catalog() []*cloudprovider.InstanceType {
+func testCatalog() []*cloudprovider.InstanceType {
 	var out []*cloudprovider.InstanceType
 	for _, size := range []struct {
 		name string
@@ -66,7 +66,7 @@ func catalog() []*cloudprovider.InstanceType {
 
 func pool(np *v1.NodePool, types ...*cloudprovider.InstanceType) simulator.NodePool {
 	if len(types) == 0 {
-		types = catalog()
+		types = testCatalog()
 	}
 	return simulator.NodePool{NodePool: np, InstanceTypes: types}
 }
@@ -74,7 +74,7 @@ func pool(np *v1.NodePool, types ...*cloudprovider.InstanceType) simulator.NodeP
 // tcase is one table-test case: a snapshot, options, a request, and what the
 // plan must look like.
 type tcase struct {
-	pools      []simulator.NodePool // default: "default" over catalog()
+	pools      []simulator.NodePool // default: "default" over testCatalog()
 	nodes      []simulator.Node
 	pods       []*corev1.Pod
 	daemonsets []*appsv1.DaemonSet
@@ -97,6 +97,7 @@ type tcase struct {
 type result struct {
 	plan *simulator.Plan
 	snap *simulator.Snapshot
+	req  simulator.Request
 	loc  map[string]string // pod -> "node/<name>" or "claim/<i>"
 }
 
@@ -141,6 +142,19 @@ func (r *result) countBy(prefix string, fn func(pod string) string) map[string]i
 	return out
 }
 
+func newResult(snap *simulator.Snapshot, req simulator.Request, plan *simulator.Plan) *result {
+	r := &result{plan: plan, snap: snap, req: req, loc: map[string]string{}}
+	for _, p := range plan.Placements {
+		r.loc[p.Pod.Name] = "node/" + p.Node
+	}
+	for i, c := range plan.NewNodeClaims {
+		for _, p := range c.Pods {
+			r.loc[p.Name] = fmt.Sprintf("claim/%d", i)
+		}
+	}
+	return r
+}
+
 func runCases(t *testing.T, cases map[string]tcase) {
 	t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
@@ -164,15 +178,7 @@ func runCase(t *testing.T, tc tcase) {
 	}
 	model := simulator.New(snap, tc.opts)
 	plan := model.Solve(req)
-	r := &result{plan: plan, snap: snap, loc: map[string]string{}}
-	for _, p := range plan.Placements {
-		r.loc[p.Pod.Name] = "node/" + p.Node
-	}
-	for i, c := range plan.NewNodeClaims {
-		for _, p := range c.Pods {
-			r.loc[p.Name] = fmt.Sprintf("claim/%d", i)
-		}
-	}
+	r := newResult(snap, req, plan)
 	reasons := map[string]string{}
 	for _, u := range plan.Unschedulable {
 		reasons[u.Pod.Name] = u.Reason
@@ -281,7 +287,9 @@ func verifyPlan(t *testing.T, snap *simulator.Snapshot, opts simulator.Options, 
 	}
 	nodes := map[string]simulator.Node{}
 	for _, n := range snap.Nodes {
-		nodes[n.Name] = n
+		if _, dup := nodes[n.Name]; !dup {
+			nodes[n.Name] = n
+		}
 	}
 	used := map[string]corev1.ResourceList{}
 	for _, p := range plan.Placements {
@@ -462,5 +470,7 @@ func names(prefix string, n int) []string {
 	}
 	return out
 }
+
+type appsDaemonSet = appsv1.DaemonSet
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }

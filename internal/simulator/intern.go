@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
@@ -94,51 +96,38 @@ func compileReq(keys, vals *interner, r requirements.Requirement) creq {
 
 // decompile turns a compiled requirement back into a requirements.Requirement.
 func decompile(keys, vals *interner, c creq) requirements.Requirement {
-	var r requirements.Requirement
 	key := keys.str(c.key)
+	strs := make([]string, len(c.vals))
+	for i, v := range c.vals {
+		strs[i] = vals.str(v)
+	}
+	var r requirements.Requirement
 	switch {
+	case !c.complement && len(strs) == 0 && c.absent:
+		r = requirements.DoesNotExist(key)
 	case !c.complement:
-		strs := make([]string, len(c.vals))
-		for i, v := range c.vals {
-			strs[i] = vals.str(v)
-		}
-		if len(strs) == 0 && c.absent {
-			r = requirements.DoesNotExist(key)
-		} else {
-			r = requirements.In(key, strs...)
+		r = requirements.In(key, strs...)
+	case c.absent:
+		// Only NotIn admits a missing label among the cofinite requirements.
+		r = requirements.DoesNotExist(key)
+		if nr, err := requirements.New(key, corev1.NodeSelectorOpNotIn, strs...); err == nil {
+			r = nr
 		}
 	default:
 		r = requirements.Exists(key)
-		if c.absent {
-			r = requirements.DoesNotExist(key) // NotIn below admits absence; combine by union
-			strs := make([]string, len(c.vals))
-			for i, v := range c.vals {
-				strs[i] = vals.str(v)
+		bound := func(op corev1.NodeSelectorOperator, n int64) {
+			if b, err := requirements.New(key, op, strconv.FormatInt(n, 10)); err == nil {
+				r = r.Intersect(b)
 			}
-			nr, err := requirements.New(key, "NotIn", strs...)
-			if err == nil {
-				r = nr
-			}
-			break
 		}
 		if c.hasGT {
-			if b, err := requirements.New(key, "Gt", strconv.FormatInt(c.gt, 10)); err == nil {
-				r = r.Intersect(b)
-			}
+			bound(corev1.NodeSelectorOpGt, c.gt)
 		}
 		if c.hasLT {
-			if b, err := requirements.New(key, "Lt", strconv.FormatInt(c.lt, 10)); err == nil {
-				r = r.Intersect(b)
-			}
+			bound(corev1.NodeSelectorOpLt, c.lt)
 		}
-		if len(c.vals) > 0 {
-			strs := make([]string, len(c.vals))
-			for i, v := range c.vals {
-				strs[i] = vals.str(v)
-			}
-			if b, err := requirements.New(key, "NotIn", strs...); err == nil {
-				r = r.Intersect(b)
-			}
+		if b, err := requirements.New(key, corev1.NodeSelectorOpNotIn, strs...); err == nil {
+			r = r.Intersect(b)
 		}
 	}
 	return r.WithMinValues(int(c.minValues))

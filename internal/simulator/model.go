@@ -124,17 +124,18 @@ func New(s *Snapshot, opts Options) *Model {
 	m.buildNodes(s)
 
 	// 3. Pods: compile every pending and bound pod into shared signatures.
+	comp := m.compiler()
 	for _, pod := range s.Pods {
 		if pod == nil {
 			continue
 		}
-		pi := m.compilePod(m.compiler(), pod)
+		pi := comp.compilePod(pod)
 		m.pending = append(m.pending, pi)
 		m.podByPtr[pod] = pi
 	}
 	for n, nd := range m.nodes {
 		for _, pod := range nd.snapshotPods {
-			pi := m.compilePod(m.compiler(), pod)
+			pi := comp.compilePod(pod)
 			pi.node = int32(n)
 			m.bound = append(m.bound, pi)
 			m.podByPtr[pod] = pi

@@ -21,6 +21,9 @@ const (
 // room in its cheapest instance type (best fit); then the cheaper of growing
 // an open NodeClaim into a larger type and opening a new one.
 func (s *solve) tryPlace(pi *podInfo, v *podView) bool {
+	if !s.topologyFeasible(v) {
+		return false
+	}
 	for i := range s.m.nodes {
 		if s.nodeOK(pi, v, int32(i)) {
 			s.commitNode(pi, v, int32(i))
@@ -231,7 +234,7 @@ func (s *solve) affinityExists(v *podView, t *tg) bool {
 // on a claim whose domain is still open and could be slot.
 func (s *solve) floatingBlocks(t *tg, slot int32) bool {
 	for _, c := range s.floating[t.id] {
-		if _, pinned := c.domain(s, t.key); pinned {
+		if _, pinned := c.domain(t.key); pinned {
 			continue
 		}
 		for _, v := range s.claimValues(c, t.key, nil) {
@@ -250,7 +253,8 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 		s.nodePorts[i] = append(slices.Clone(s.ports(i)), v.sig.ports...)
 	}
 	s.nodePods[i] = append(s.nodePods[i], pi)
-	for _, id := range s.selectedBy(pi.sig) {
+	s.placed(pi)
+	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
 		if t.kind == tgSpread && !t.nodeOK[n.idx] {
 			continue
@@ -268,7 +272,66 @@ func (s *solve) commitNode(pi *podInfo, v *podView, i int32) {
 	pi.node = i
 }
 
-func (s *solve) selectedBy(sig *podSig) []int32 { return sig.selectedBy }
+// topologyFeasible reports whether every topology constraint of the pod on a
+// key other than the hostname admits at least one domain the pod may use. When
+// one admits none, no location can take the pod and the search is skipped.
+func (s *solve) topologyFeasible(v *podView) bool {
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if g.hostname {
+			continue
+		}
+		exclusiveOnly := true
+		for _, r := range g.refs {
+			if r.role == roleSpread || r.role == roleAffinity {
+				exclusiveOnly = false
+			}
+		}
+		if exclusiveOnly && g.key != s.m.zoneKey && g.key != s.m.ctKey {
+			continue // a node without the key would satisfy anti-affinity
+		}
+		sm := s.slotMap(g.key)
+		ok := false
+		for slot, val := range sm.vals {
+			if s.domainAllowed(v, g.key, val) && s.groupAllows(v, g, int32(slot)) {
+				ok = true
+				break
+			}
+		}
+		for val, slot := range s.extraSlots[g.key] {
+			if !ok && s.domainAllowed(v, g.key, val) && s.groupAllows(v, g, slot) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// noOpenClaimFits reports whether the pod's hostname constraints rule out
+// every open claim: it needs a claim without pods of a group, and every claim
+// has one.
+func (s *solve) noOpenClaimFits(v *podView) bool {
+	n := int32(len(s.claims))
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if !g.hostname {
+			continue
+		}
+		for _, r := range g.refs {
+			t := s.tg(r.tg)
+			switch {
+			case r.role == roleAnti && s.occupiedClaims(t, false) >= n,
+				r.role == roleSpread && r.self && t.maxSkew == 1 && s.occupiedClaims(t, false) >= n,
+				r.role == roleInverse && s.occupiedClaims(t, true) >= n:
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // quickClaimOK runs the cheap checks that rule most claims out: the pool's
 // taints, and the pod's topology constraints on keys the claim has settled.
@@ -284,7 +347,7 @@ func (s *solve) quickClaimOK(c *claim, v *podView) bool {
 			}
 			continue
 		}
-		if val, ok := c.domain(s, g.key); ok && !s.groupAllows(v, g, s.slotOf(g.key, val)) {
+		if val, ok := c.domain(g.key); ok && !s.groupAllows(v, g, s.slotOf(g.key, val)) {
 			return false
 		}
 	}
@@ -309,10 +372,13 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	growCost := 0.0
 	keepGrow := func(c *claim, p *addPlan) {
 		cost := p.price - c.price
-		if grow == nil || cost < growCost-1e-9 {
+		if grow == nil || cost < growCost-1e-12 {
 			grow, growCost = c, cost
 			growPlan = p.keep()
 		}
+	}
+	if s.noOpenClaimFits(v) {
+		start = len(s.bySlack)
 	}
 	checks := 0
 	for i, scanned := start, 0; i < len(s.bySlack) && scanned < maxSlackScan && checks < maxSlackChecks; i, scanned = i+1, scanned+1 {
@@ -325,7 +391,7 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 		if !ok {
 			continue
 		}
-		if plan.cheapest == c.cheapest {
+		if plan.target == c.target && plan.price <= c.price {
 			s.commitClaim(c, pi, v, &plan)
 			return true
 		}
@@ -333,6 +399,9 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	}
 	// 2. Growing a claim into a larger type: try those with the most room.
 	checks = 0
+	if start == len(s.bySlack) && s.noOpenClaimFits(v) {
+		checks = maxGrowChecks
+	}
 	for i, scanned := len(s.bySlack)-1, 0; i >= 0 && scanned < maxGrowScan && checks < maxGrowChecks; i, scanned = i-1, scanned+1 {
 		c := s.bySlack[i]
 		if !c.requests.FitsSum(req, c.maxAlloc) || !s.quickClaimOK(c, v) {
@@ -345,8 +414,11 @@ func (s *solve) tryClaims(pi *podInfo, v *podView) bool {
 	}
 	// 3. A new claim, from the heaviest NodePool that can take the pod.
 	fresh, freshPlan, ok := s.bestNewClaim(pi, v)
+	if ok {
+		s.chooseTarget(fresh.pool, &freshPlan, pi)
+	}
 	switch {
-	case grow != nil && (!ok || growCost <= freshPlan.price+1e-9):
+	case grow != nil && (!ok || s.preferGrowth(grow, &growPlan, &freshPlan, req)):
 		s.commitClaim(grow, pi, v, &growPlan)
 		return true
 	case ok:

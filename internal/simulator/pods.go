@@ -119,9 +119,6 @@ func (c *compiler) lookupSig(key []byte) (*podSig, bool) {
 	return sig, ok
 }
 
-// compilePod compiles with the model's own tables; only New calls it.
-func (m *Model) compilePod(c *compiler, pod *corev1.Pod) *podInfo { return c.compilePod(pod) }
-
 func (c *compiler) newSig(pod *corev1.Pod) *podSig {
 	m := c.m
 	sig := &podSig{id: c.sigBase + int32(len(*c.sigs)), namespace: pod.Namespace, labels: pod.Labels, tolerations: pod.Spec.Tolerations}

@@ -40,11 +40,13 @@ type pool struct {
 	pairPrice        [][]float64  // [pair][type], +Inf where not offered
 	minPrice         []float64    // per type, cheapest available offering
 
-	capacity []resources.Vector // per type, counts against limits
-	effAlloc []resources.Vector // per type, allocatable minus daemonset overhead
-	daemon   []resources.Vector // per type, daemonset overhead
-	fit      []dimIndex         // per resource dimension
-	largest  resources.Vector   // component-wise max of effAlloc over viable types
+	capacity    []resources.Vector // per type, counts against limits
+	maxCapacity resources.Vector   // component-wise max of capacity
+	effAlloc    []resources.Vector // per type, allocatable minus daemonset overhead
+	daemon      []resources.Vector // per type, daemonset overhead
+	fit         []dimIndex         // per resource dimension
+	largest     resources.Vector   // component-wise max of effAlloc over viable types
+	hull        []hullPoint        // capacity per dollar (see cost.go)
 
 	daemonPorts []hostPort
 
@@ -126,9 +128,11 @@ func (m *Model) buildPool(idx int, np NodePool) *pool {
 	p.capacity = make([]resources.Vector, p.nt)
 	p.effAlloc = make([]resources.Vector, p.nt)
 	p.daemon = make([]resources.Vector, p.nt)
+	p.maxCapacity = m.res.New()
 	for t, it := range p.types {
 		p.capacity[t] = m.res.New()
 		_ = m.res.AddTo(p.capacity[t], it.Capacity) // unparsable amounts count as zero capacity
+		p.maxCapacity.Max(p.capacity[t])
 		p.effAlloc[t] = m.res.New()
 		_ = m.res.AddTo(p.effAlloc[t], it.Allocatable())
 		p.daemon[t] = m.res.New()
@@ -342,6 +346,7 @@ func (m *Model) finishPool(p *pool) {
 		slices.Reverse(di.geq)
 		p.fit[d] = di
 	}
+	p.hull = buildHull(p)
 }
 
 // fitMask narrows dst to the viable types with room for requests.

@@ -31,11 +31,13 @@ type solve struct {
 	nodeAvoid []bool
 	nodePods  [][]*podInfo // pods placed by this solve
 
-	counts   [][]int32 // per group; nil: the model's
-	owners   [][]int32
-	totals   []int32
-	touched  []bool
-	floating map[int32][]*claim // anti-affinity group -> claims whose domain is open
+	counts         [][]int32 // per group; nil: the model's
+	owners         [][]int32
+	totals         []int32
+	touched        []bool
+	occupied       []int32            // hostname groups: claims with a counted pod
+	occupiedOwners []int32            // hostname groups: claims with an anti-affinity owner
+	floating       map[int32][]*claim // anti-affinity group -> claims whose domain is open
 
 	pools     []poolState
 	claims    []*claim
@@ -48,13 +50,16 @@ type solve struct {
 	poolTol  [][]int8 // per view: per pool
 	eligible map[[2]int32][]int32
 
-	masks     map[string]bitset.Set
-	keyBuf    []byte
-	optBuf    bitset.Set
-	orders    map[string][]int32
-	maskBuf   bitset.Set
-	sumBuf    resources.Vector
-	placement []Placement
+	masks       map[string]bitset.Set
+	keyBuf      []byte
+	optBuf      bitset.Set
+	orders      map[string][]int32
+	maskBuf     bitset.Set
+	sumBuf      resources.Vector
+	demand      resources.Vector             // requests of the pods not placed yet
+	slackSum    resources.Vector             // room left in the open claims' targets
+	ownNodeLeft int                          // pods not placed yet that need a node of their own
+	sigLeft     map[*podSig]resources.Vector // requests of the pods not placed yet, per signature
 }
 
 // poolState is what a solve uses up of a NodePool's limits.
@@ -63,6 +68,7 @@ type poolState struct {
 	remainingNodes int64            // -1: unlimited
 	version        int              // bumped when remaining changes
 	fresh          *claim           // template claim for the current version
+	freshLimited   bool             // the template was narrowed by limits
 }
 
 // Solve runs one simulation: it places req.Pods onto the model's nodes and
@@ -248,6 +254,7 @@ func (s *solve) preparePods(in []*corev1.Pod) []*podInfo {
 func (s *solve) unbind(pi *podInfo) {
 	n := s.m.nodes[pi.node]
 	if s.nodeGone[pi.node] {
+		pi.node = -1
 		return
 	}
 	free := s.free(pi.node)
@@ -420,15 +427,43 @@ func (s *solve) addCount(t *tg, slot int32, delta int32, owner bool) {
 		s.owners[t.id] = slices.Clone(t.owners)
 	}
 	arr := &s.counts[t.id]
+	occ := &s.occupied
 	if owner {
 		arr = &s.owners[t.id]
+		occ = &s.occupiedOwners
 	} else {
 		s.totals[t.id] += delta
 	}
 	if int(slot) >= len(*arr) {
 		*arr = append(*arr, make([]int32, int(slot)+1-len(*arr))...)
 	}
+	before := (*arr)[slot]
 	(*arr)[slot] += delta
+	if t.hostname && slot >= int32(len(s.m.nodes)) && (before > 0) != ((*arr)[slot] > 0) {
+		// Track how many claims hold a selected pod, so that a pod that needs
+		// an empty claim can tell at once that none is left.
+		if int(t.id) >= len(*occ) {
+			*occ = append(*occ, make([]int32, int(t.id)+1-len(*occ))...)
+		}
+		if before > 0 {
+			(*occ)[t.id]--
+		} else {
+			(*occ)[t.id]++
+		}
+	}
+}
+
+// occupiedClaims returns how many claims hold a pod a hostname group counts
+// (or, for owners, an owner of its anti-affinity).
+func (s *solve) occupiedClaims(t *tg, owner bool) int32 {
+	occ := s.occupied
+	if owner {
+		occ = s.occupiedOwners
+	}
+	if int(t.id) < len(occ) {
+		return occ[t.id]
+	}
+	return 0
 }
 
 // free returns the node's free capacity for this solve, copying on first use.
@@ -453,10 +488,34 @@ func (s *solve) ports(i int32) []hostPort {
 // relaxed one at a time and is retried at once; if it still does not fit it
 // waits for the next pass. Passes repeat while they place something (a pod
 // with affinity to another pending pod goes through once that pod is placed).
+// Generic pods (see generic.go) go last, in bulk.
 func (s *solve) run(pods []*podInfo) []*podInfo {
-	queue := pods
-	for {
-		var failed []*podInfo
+	s.demand = s.m.res.New()
+	s.slackSum = s.m.res.New()
+	s.sigLeft = map[*podSig]resources.Vector{}
+	for _, pi := range pods {
+		s.demand.Add(pi.req)
+		left := s.sigLeft[pi.sig]
+		if left == nil {
+			left = s.m.res.New()
+			s.sigLeft[pi.sig] = left
+		}
+		left.Add(pi.req)
+		if pi.sig.ownNode {
+			s.ownNodeLeft++
+		}
+	}
+	var queue, generic []*podInfo
+	for _, pi := range pods {
+		if s.isGeneric(pi, pi.sig.views[pi.level]) {
+			generic = append(generic, pi)
+		} else {
+			queue = append(queue, pi)
+		}
+	}
+	var failed []*podInfo
+	for len(queue) > 0 {
+		failed = nil
 		progress := false
 		for _, pi := range queue {
 			if s.place(pi) {
@@ -465,11 +524,12 @@ func (s *solve) run(pods []*podInfo) []*podInfo {
 				failed = append(failed, pi)
 			}
 		}
-		if len(failed) == 0 || !progress {
-			return failed
+		if !progress {
+			break
 		}
 		queue = failed
 	}
+	return append(failed, s.packGeneric(generic)...)
 }
 
 func (s *solve) place(pi *podInfo) bool {

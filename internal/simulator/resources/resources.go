@@ -108,6 +108,7 @@ func Amount(name corev1.ResourceName, q resource.Quantity) (int64, error) {
 // which no node or instance type in the model offers.
 type UnknownResourceError struct{ Name corev1.ResourceName }
 
+// Error names the resource.
 func (e *UnknownResourceError) Error() string {
 	return fmt.Sprintf("no node or instance type offers resource %s", e.Name)
 }

@@ -1,0 +1,149 @@
+package simulator_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+)
+
+// perZone asserts how many of the pods named prefix-* land in each zone.
+func perZone(prefix string, want map[string]int) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		if diff := cmp.Diff(want, r.countBy(prefix, r.zone)); diff != "" {
+			t.Errorf("pods per zone (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestTopologySpread(t *testing.T) {
+	web := sel("app", "web")
+	spreadPod := func(name string, opts ...dtesting.SpreadOption) *dtesting.PodWrapper {
+		return dtesting.MakePod(name).Req("cpu", "1").Label("app", "web").ZoneSpread(1, web, opts...)
+	}
+	inZones := func(p *dtesting.PodWrapper, zones ...string) *dtesting.PodWrapper {
+		return p.NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, zones...)
+	}
+	webPod := func(name string) *corev1.Pod { return dtesting.MakePod(name).Label("app", "web").Obj() }
+	racks := []simulator.NodePool{
+		nodepool(dtesting.MakeNodePool("rack-a").Label("rack", "a")),
+		nodepool(dtesting.MakeNodePool("rack-b").Label("rack", "b")),
+	}
+	runCases(t, map[string]tcase{
+		"zone spread evens out": {
+			pods: spreadPod("w").Replicas(6), claims: 3,
+			check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2, fake.Zone3: 2}),
+		},
+		"zone spread counts running pods": {
+			nodes: []simulator.Node{fullNode("n1", fake.Zone1, webPod("e1"), webPod("e2")), fullNode("n2", fake.Zone2, webPod("e3"))},
+			pods:  spreadPod("w").Replicas(3), claims: -1,
+			check: perZone("w-", map[string]int{fake.Zone2: 1, fake.Zone3: 2}),
+		},
+		"zone spread uses room on existing nodes": {
+			nodes: []simulator.Node{existing("n1", fake.Zone1), existing("n2", fake.Zone2), existing("n3", fake.Zone3)},
+			pods:  spreadPod("w").Replicas(3), claims: 0,
+			check: perZone("w-", map[string]int{fake.Zone1: 1, fake.Zone2: 1, fake.Zone3: 1}),
+		},
+		"hostname spread with maxSkew 1 gives each pod a node": {
+			pods: dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").HostnameSpread(1, web).Replicas(4), claims: 4,
+		},
+		"hostname spread with maxSkew 2 pairs pods": {
+			pods: dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").HostnameSpread(2, web).Replicas(4), claims: 2,
+		},
+		"hostname spread counts pods on existing nodes": {
+			nodes: []simulator.Node{existing("n", fake.Zone1, webPod("e"))},
+			pods:  []*corev1.Pod{dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").HostnameSpread(1, web).Obj()}, claims: 1,
+		},
+		"ScheduleAnyway spread is honoured when it can be": {
+			pods: spreadPod("w", dtesting.ScheduleAnyway()).Replicas(3), claims: 3,
+			check: perZone("w-", map[string]int{fake.Zone1: 1, fake.Zone2: 1, fake.Zone3: 1}),
+		},
+		"ScheduleAnyway spread is relaxed when it cannot": {
+			pods:   inZones(spreadPod("w", dtesting.ScheduleAnyway(), dtesting.NodeAffinityPolicy(corev1.NodeInclusionPolicyIgnore)), fake.Zone1).Replicas(3),
+			claims: 1, check: perZone("w-", map[string]int{fake.Zone1: 3}),
+		},
+		"DoNotSchedule spread is not relaxed": {
+			pods:   inZones(spreadPod("w", dtesting.NodeAffinityPolicy(corev1.NodeInclusionPolicyIgnore)), fake.Zone1).Replicas(3),
+			claims: 1, unschedulable: map[string]string{"w-1": "topology spread on topology.kubernetes.io/zone (maxSkew 1)", "w-2": "topology spread"},
+		},
+		"nodeAffinityPolicy Honor measures only the pod's zones": {
+			pods: inZones(spreadPod("w"), fake.Zone1, fake.Zone2).Replicas(4), claims: 2,
+			check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2}),
+		},
+		"nodeAffinityPolicy Ignore measures every zone": {
+			pods:   inZones(spreadPod("w", dtesting.NodeAffinityPolicy(corev1.NodeInclusionPolicyIgnore)), fake.Zone1, fake.Zone2).Replicas(4),
+			claims: 2, unschedulable: map[string]string{"w-2": "topology spread", "w-3": "topology spread"},
+		},
+		"minDomains above the reachable zones caps each zone at maxSkew": {
+			pods:   inZones(spreadPod("w", dtesting.MinDomains(3)), fake.Zone1, fake.Zone2).Replicas(3),
+			claims: 2, unschedulable: map[string]string{"w-2": "minDomains 3"},
+		},
+		"minDomains met spreads normally": {
+			pods: spreadPod("w", dtesting.MinDomains(2)).Replicas(6), claims: 3,
+			check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2, fake.Zone3: 2}),
+		},
+		"nodeTaintsPolicy Ignore counts zones only a tainted pool offers": {
+			pools: []simulator.NodePool{
+				nodepool(dtesting.MakeNodePool("ab").Req(zoneKey, corev1.NodeSelectorOpIn, fake.Zone1, fake.Zone2)),
+				nodepool(dtesting.MakeNodePool("c").Req(zoneKey, corev1.NodeSelectorOpIn, fake.Zone3).Taint("reserved", "", corev1.TaintEffectNoSchedule)),
+			},
+			pods:   spreadPod("w").Replicas(3),
+			claims: 2, unschedulable: map[string]string{"w-2": "topology spread"},
+		},
+		"nodeTaintsPolicy Honor leaves out zones the pod cannot tolerate": {
+			pools: []simulator.NodePool{
+				nodepool(dtesting.MakeNodePool("ab").Req(zoneKey, corev1.NodeSelectorOpIn, fake.Zone1, fake.Zone2)),
+				nodepool(dtesting.MakeNodePool("c").Req(zoneKey, corev1.NodeSelectorOpIn, fake.Zone3).Taint("reserved", "", corev1.TaintEffectNoSchedule)),
+			},
+			pods:   spreadPod("w", dtesting.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor)).Replicas(4),
+			claims: 2, check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2}),
+		},
+		"matchLabelKeys counts only the pod's own revision": {
+			nodes: []simulator.Node{fullNode("old", fake.Zone1,
+				dtesting.MakePod("e1").Label("app", "web").Label("rev", "1").Obj(),
+				dtesting.MakePod("e2").Label("app", "web").Label("rev", "1").Obj())},
+			pods:   spreadPod("w", dtesting.MatchLabelKeys("rev")).Label("rev", "2").Replicas(3),
+			claims: 3, check: perZone("w-", map[string]int{fake.Zone1: 1, fake.Zone2: 1, fake.Zone3: 1}),
+		},
+		"a spread that does not select the pod only avoids crowded zones": {
+			nodes: []simulator.Node{fullNode("n", fake.Zone1, webPod("e1"), webPod("e2"))},
+			pods:  dtesting.MakePod("x").Req("cpu", "1").ZoneSpread(1, web).Replicas(3), claims: -1,
+			check: func(t *testing.T, r *result) {
+				if got := r.countBy("x-", r.zone)[fake.Zone1]; got != 0 {
+					t.Errorf("%d pods in zone-1, want none", got)
+				}
+			},
+		},
+		"spread over capacity type": {
+			pods: dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").Spread(v1.CapacityTypeLabelKey, 1, web).Replicas(4), claims: 2,
+			check: func(t *testing.T, r *result) {
+				if diff := cmp.Diff(map[string]int{"spot": 2, "on-demand": 2}, r.countBy("w-", func(p string) string { return r.label(p, ctKey) })); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			},
+		},
+		"spread over a label the nodepools provide": {
+			pools: racks,
+			pods:  dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").Spread("rack", 1, web).Replicas(4), claims: 2,
+			check: func(t *testing.T, r *result) {
+				if diff := cmp.Diff(map[string]int{"a": 2, "b": 2}, r.countBy("w-", func(p string) string { return r.label(p, "rack") })); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			},
+		},
+		"spread over a label no node can have": {
+			pods:   []*corev1.Pod{dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").Spread("rack", 1, web).Obj()},
+			claims: 0, unschedulable: map[string]string{"w": "topology spread on rack"},
+		},
+		"two spreads on different keys": {
+			pods: dtesting.MakePod("w").Req("cpu", "1").Label("app", "web").ZoneSpread(1, web).HostnameSpread(1, web).Replicas(6), claims: 6,
+			check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2, fake.Zone3: 2}),
+		},
+	})
+}
