@@ -36,7 +36,10 @@ test-unit: ## Run the tests that need no control plane (everything outside test/
 bench: ## Run the simulator benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...
 
-up: build controlplane ## Start the local control plane with Dovetail
+demo: build controlplane ## Watch Dovetail launch, price and drain nodes on a local cluster (about a minute)
+	bin/dovetail demo
+
+up: build controlplane ## Run a local cluster with Dovetail until interrupted
 	bin/dovetail up
 
 clean:

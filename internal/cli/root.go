@@ -20,6 +20,6 @@ Karpenter manifests apply unchanged.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(NewControllerCommand(streams), NewUpCommand(streams), NewConvertCommand(streams))
+	root.AddCommand(NewDemoCommand(streams), NewUpCommand(streams), NewControllerCommand(streams), NewConvertCommand(streams))
 	return root
 }

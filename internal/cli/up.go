@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
@@ -96,7 +95,7 @@ func (o *UpOptions) Validate() error {
 
 // Run starts the local cluster and the controller and waits for ctx to end.
 func (o *UpOptions) Run(ctx context.Context) error {
-	binDir, err := o.ensureBinaries(ctx)
+	binDir, err := ensureBinaries(ctx, o.BinDir, o.Streams.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -145,31 +144,6 @@ func (o *UpOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Streams.Out, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", kubeconfig, binDir, cp.LogDir)
 	return waitUntilDone(ctx, cp, controller)
-}
-
-// ensureBinaries returns the bin directory, building the binaries into the
-// checkout's bin/ when they are missing and no --bin-dir was given.
-func (o *UpOptions) ensureBinaries(ctx context.Context) (string, error) {
-	if o.BinDir != "" {
-		return o.BinDir, controlplane.CheckBinaries(o.BinDir, controlplane.ProfileFull)
-	}
-	binDir, err := controlplane.DefaultBinDir()
-	if err != nil {
-		return "", err
-	}
-	err = controlplane.CheckBinaries(binDir, controlplane.ProfileFull)
-	if !errors.Is(err, controlplane.ErrBinariesMissing) {
-		return binDir, err
-	}
-	root, rootErr := controlplane.RepoRoot()
-	if rootErr != nil {
-		return "", errors.Join(err, rootErr)
-	}
-	fmt.Fprintf(o.Streams.ErrOut, "Building the control-plane binaries into %s (first run only; this takes 10-15 minutes on 2 cores) ...\n", binDir)
-	if err := controlplane.Build(ctx, root, binDir, o.Streams.ErrOut); err != nil {
-		return "", err
-	}
-	return binDir, controlplane.CheckBinaries(binDir, controlplane.ProfileFull)
 }
 
 // waitUntilDone blocks until ctx ends (nil), or a component or the

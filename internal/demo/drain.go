@@ -1,0 +1,103 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// drain deletes the node running the most api pods and follows the drain.
+func (s *story) drain(ctx context.Context) error {
+	c := s.cluster.Client
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(Namespace), client.MatchingLabels{"app": "api"}); err != nil {
+		return err
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		perNode[p.Spec.NodeName]++
+	}
+	victim := ""
+	for name, n := range perNode {
+		if victim == "" || n > perNode[victim] || (n == perNode[victim] && name < victim) {
+			victim = name
+		}
+	}
+	fmt.Fprintf(s.out, "\nStep 2/2  Deleting node %s, which runs %d of the 6 api pods (kubectl delete node).\n", victim, perNode[victim])
+	fmt.Fprintln(s.out, "  Dovetail taints it karpenter.sh/disrupted:NoSchedule and evicts its pods through the")
+	fmt.Fprintf(s.out, "  Eviction API, which lets only as many api pods go as the PDB allows (minAvailable %d).\n", apiMinAvailable)
+
+	watch, err := watchAvailability(s.clientset, Namespace, "api")
+	if err != nil {
+		return err
+	}
+	defer watch.close()
+	watch.record()
+	began := s.clock.Now()
+	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: victim}}); err != nil {
+		return fmt.Errorf("deleting node %s: %w", victim, err)
+	}
+	last := ""
+	err = s.until(ctx, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: victim}, &corev1.Node{})
+		gone := apierrors.IsNotFound(err)
+		if err != nil && !gone {
+			return false, err
+		}
+		p, err := s.progress(ctx)
+		if err != nil {
+			return false, err
+		}
+		ready, minimum := watch.now()
+		state := "draining"
+		if gone {
+			state = "gone"
+		}
+		line := fmt.Sprintf("node %-8s api ready %d/6 (lowest %d)  pods running %d  nodes ready %d", state, ready, minimum, p.running, p.readyNodes)
+		if line != last {
+			fmt.Fprintf(s.out, "  [%6s] %s\n", s.since(began), line)
+			last = line
+		}
+		return gone && p.running == s.summary.Pods && p.pending == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the drain of %s: %w", victim, err)
+	}
+	_, minimum := watch.now()
+	s.summary.DrainedNode, s.summary.DrainDuration, s.summary.MinAPIAvailable = victim, s.clock.Since(began), minimum
+	if minimum < apiMinAvailable {
+		return fmt.Errorf("api availability fell to %d during the drain, below the PDB's %d", minimum, apiMinAvailable)
+	}
+	fmt.Fprintf(s.out, "Node drained and removed in %s; every pod runs again and api never had fewer than %d ready pods.\n",
+		s.since(began), minimum)
+	fmt.Fprintln(s.out, "Nodes now:")
+	fmt.Fprintln(s.out)
+	return s.printNodes(ctx)
+}
+
+// until polls condition every second until it holds or the step times out.
+func (s *story) until(ctx context.Context, condition wait.ConditionWithContextFunc) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StepTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, time.Second, true, condition)
+}
+
+func (s *story) since(t time.Time) string {
+	return s.clock.Since(t).Round(100 * time.Millisecond).String()
+}
+
+func (s *story) printSummary() {
+	m := s.summary
+	fmt.Fprintln(s.out, "\nSummary")
+	fmt.Fprintf(s.out, "  pods             %d, all Running %s after they were created\n", m.Pods, m.TimeToRunning.Round(100*time.Millisecond))
+	fmt.Fprintf(s.out, "  nodes            %d (%d spot, %d on-demand), chosen by price from %s\n", m.Nodes, m.Spot, m.Nodes-m.Spot, "the EC2 catalog")
+	fmt.Fprintf(s.out, "  cost             $%.4f per hour\n", m.CostPerHour)
+	fmt.Fprintf(s.out, "  drain            %s in %s; api kept at least %d of 6 ready (PDB minAvailable %d)\n",
+		m.DrainedNode, m.DrainDuration.Round(100*time.Millisecond), m.MinAPIAvailable, apiMinAvailable)
+}
