@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
@@ -57,7 +58,7 @@ type story struct {
 	clock     clock.Clock
 	cluster   *localcluster.Cluster
 	clientset kubernetes.Interface
-	prices    prices
+	prices    catalog.Prices
 	summary   Summary
 }
 
@@ -71,7 +72,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	s := &story{opts: opts, out: opts.Out, clock: opts.Clock}
 	var err error
-	if s.prices, err = loadPrices(); err != nil {
+	if s.prices, err = catalog.LoadPrices(catalog.DefaultOptions()); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(s.out, "Dovetail demo: Karpenter-compatible node autoscaling on a local control plane")
@@ -239,7 +240,7 @@ func (s *story) printNodes(ctx context.Context) error {
 	fmt.Fprintln(w, "  NODE\tTYPE\tZONE\tCAPACITY\t$/H\tPODS")
 	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour = len(nodes), 0, 0
 	for _, n := range nodes {
-		price := s.prices.of(n.Labels)
+		price := s.prices.OfLabels(n.Labels)
 		s.summary.CostPerHour += price
 		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
 			s.summary.Spot++

@@ -3,9 +3,11 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,13 +19,21 @@ import (
 )
 
 // PodTrigger starts a provisioning batch when a pod becomes provisionable.
+// Each pod triggers once, when it first becomes provisionable: later
+// updates of a pod that is still pending must not keep extending the batch
+// (the provisioner also re-evaluates pending pods on its own every few seconds).
 type PodTrigger struct {
 	provisioner *Provisioner
 	reader      client.Reader
+
+	mu      sync.Mutex
+	pending map[types.NamespacedName]types.UID
 }
 
 // NewPodTrigger returns the pod trigger of a provisioner.
-func NewPodTrigger(p *Provisioner) *PodTrigger { return &PodTrigger{provisioner: p} }
+func NewPodTrigger(p *Provisioner) *PodTrigger {
+	return &PodTrigger{provisioner: p, pending: map[types.NamespacedName]types.UID{}}
+}
 
 // Name identifies the controller.
 func (t *PodTrigger) Name() string { return "provisioner.trigger.pod" }
@@ -33,14 +43,38 @@ func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pod := &corev1.Pod{}
 	if err := t.reader.Get(ctx, req.NamespacedName, pod); err != nil {
 		if apierrors.IsNotFound(err) {
+			t.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
-	if podutil.IsProvisionable(pod) {
+	if t.firstTime(pod) {
 		t.provisioner.Trigger()
 	}
 	return reconcile.Result{}, nil
+}
+
+// firstTime records whether the pod is provisionable and reports whether it
+// just became so. Pods are keyed by name and remembered with their UID, so a
+// pod recreated under the same name counts as new.
+func (t *PodTrigger) firstTime(pod *corev1.Pod) bool {
+	key := client.ObjectKeyFromObject(pod)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	uid, known := t.pending[key]
+	if !podutil.IsProvisionable(pod) {
+		delete(t.pending, key)
+		return false
+	}
+	t.pending[key] = pod.UID
+	return !known || uid != pod.UID
+}
+
+// forget drops a deleted pod.
+func (t *PodTrigger) forget(key types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.pending, key)
 }
 
 // Register watches pods.

@@ -1,0 +1,43 @@
+package provisioning
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestPodTriggerFiresOncePerPendingPod(t *testing.T) {
+	pending := func(uid string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID(uid)},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			}}},
+		}
+	}
+	bound := pending("a")
+	bound.Spec.NodeName = "n"
+	tr := NewPodTrigger(nil)
+	steps := []struct {
+		name string
+		do   func() bool
+		want bool
+	}{
+		{"first time pending", func() bool { return tr.firstTime(pending("a")) }, true},
+		{"updated while still pending", func() bool { return tr.firstTime(pending("a")) }, false},
+		{"recreated under the same name", func() bool { return tr.firstTime(pending("b")) }, true},
+		{"bound", func() bool { return tr.firstTime(bound) }, false},
+		{"pending again after being bound", func() bool { return tr.firstTime(pending("a")) }, true},
+		{"after deletion", func() bool {
+			tr.forget(types.NamespacedName{Namespace: "ns", Name: "p"})
+			return tr.firstTime(pending("a"))
+		}, true},
+	}
+	for _, s := range steps {
+		if got := s.do(); got != s.want {
+			t.Errorf("%s: triggered %v, want %v", s.name, got, s.want)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package bench
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
+	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
+)
+
+// podClock records, client-side, when each pod was first seen and when it
+// was first seen Running.
+type podClock struct {
+	clock         clock.PassiveClock
+	mu            sync.Mutex
+	seen          map[types.UID]time.Time
+	unschedulable map[types.UID]time.Time
+	running       map[types.UID]time.Time
+}
+
+func watchPods(b *testing.B, cs kubernetes.Interface, ns string) *podClock {
+	b.Helper()
+	pc := &podClock{clock: clock.RealClock{}, seen: map[types.UID]time.Time{}, unschedulable: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	record := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		now := pc.clock.Now()
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		if _, ok := pc.seen[pod.UID]; !ok {
+			pc.seen[pod.UID] = now
+		}
+		if _, ok := pc.unschedulable[pod.UID]; !ok && podutil.IsProvisionable(pod) {
+			pc.unschedulable[pod.UID] = now
+		}
+		if _, ok := pc.running[pod.UID]; !ok && pod.Status.Phase == corev1.PodRunning {
+			pc.running[pod.UID] = now
+		}
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	b.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	return pc
+}
+
+func (pc *podClock) counts() (seen, running int) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return len(pc.seen), len(pc.running)
+}
+
+// spread returns when the first and last pods were seen and marked
+// unschedulable by the kube-scheduler, relative to start.
+func (pc *podClock) spread(start time.Time) (firstSeen, lastSeen, firstUnschedulable, lastUnschedulable time.Duration) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	bounds := func(m map[types.UID]time.Time) (time.Duration, time.Duration) {
+		var lo, hi time.Duration
+		first := true
+		for _, t := range m {
+			d := t.Sub(start)
+			if first || d < lo {
+				lo = d
+			}
+			if first || d > hi {
+				hi = d
+			}
+			first = false
+		}
+		return lo, hi
+	}
+	firstSeen, lastSeen = bounds(pc.seen)
+	firstUnschedulable, lastUnschedulable = bounds(pc.unschedulable)
+	return
+}
+
+// pendingTimes returns each pod's time from first seen to Running, sorted,
+// and the time the last pod started running.
+func (pc *podClock) pendingTimes() ([]time.Duration, time.Time) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	var out []time.Duration
+	var last time.Time
+	for uid, r := range pc.running {
+		out = append(out, r.Sub(pc.seen[uid]))
+		if r.After(last) {
+			last = r
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, last
+}
+
+// BenchmarkScaleOut1000 creates a Deployment of 1,000 pods (500m CPU, 512Mi
+// each) on an empty cluster and measures the time until all are Running,
+// each pod's pending time, and the controller's CPU and peak memory.
+func BenchmarkScaleOut1000(b *testing.B) {
+	const replicas = 1000
+	for range b.N {
+		dir := b.TempDir()
+		bin := buildDovetail(b, dir)
+		cluster := startCluster(b)
+		cs, err := kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		controller := startController(b, bin, cluster, dir)
+		waitForReadyNodePool(b, cluster)
+
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
+		if err := cluster.Client.Create(ctx, ns); err != nil {
+			b.Fatal(err)
+		}
+		pods := watchPods(b, cs, ns.Name)
+		b.ResetTimer()
+		start := clock.RealClock{}.Now()
+		if err := cluster.Client.Create(ctx, inflate(ns.Name, replicas)); err != nil {
+			b.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
+			_, running := pods.counts()
+			return running >= replicas, nil
+		})
+		b.StopTimer()
+		if err != nil {
+			_, running := pods.counts()
+			b.Fatalf("waiting for %d pods to run (%d running): %v", replicas, running, err)
+		}
+		pending, last := pods.pendingTimes()
+		fs, ls, fu, lu := pods.spread(start)
+		b.Logf("pods created between %s and %s, marked unschedulable between %s and %s", seconds(fs), seconds(ls), seconds(fu), seconds(lu))
+		timeline(b, cluster, start)
+		used := controller.stop(b)
+		nodes, cost := fleet(b, cluster)
+
+		b.ReportMetric(last.Sub(start).Seconds(), "s-to-all-running")
+		b.ReportMetric(percentile(pending, 0.50).Seconds(), "s-p50-pending")
+		b.ReportMetric(percentile(pending, 0.99).Seconds(), "s-p99-pending")
+		b.ReportMetric(used.cpuSeconds, "controller-cpu-s")
+		b.ReportMetric(used.peakRSSMB, "controller-peak-rss-MB")
+		b.ReportMetric(float64(nodes), "nodes")
+		b.ReportMetric(cost, "$/h")
+		b.Logf("%d pods Running %s after the Deployment was created; pending p50 %s, p99 %s; controller %.1f CPU-s, peak RSS %.0f MB; %d nodes, $%.2f/h",
+			replicas, seconds(last.Sub(start)), seconds(percentile(pending, 0.5)), seconds(percentile(pending, 0.99)),
+			used.cpuSeconds, used.peakRSSMB, nodes, cost)
+	}
+}
+
+func inflate(ns string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "inflate"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi"),
+						}}}},
+				},
+			},
+		},
+	}
+}
+
+// waitForReadyNodePool waits until the controller has marked the default NodePool Ready.
+func waitForReadyNodePool(b *testing.B, cluster *localcluster.Cluster) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pool := localcluster.DefaultNodePool()
+		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return false, nil //nolint:nilerr // retried until the deadline
+		}
+		return meta.IsStatusConditionTrue(pool.Status.Conditions, v1.ConditionTypeReady), nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for the default NodePool to be Ready: %v", err)
+	}
+}
+
+// fleet counts Dovetail's nodes and their hourly cost.
+func fleet(b *testing.B, cluster *localcluster.Cluster) (int, float64) {
+	b.Helper()
+	prices, err := catalog.LoadPrices(catalog.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := cluster.Client.List(context.Background(), nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+		b.Fatal(err)
+	}
+	cost := 0.0
+	for _, n := range nodes.Items {
+		cost += prices.OfLabels(n.Labels)
+	}
+	return len(nodes.Items), cost
+}
+
+// timeline logs when NodeClaims were created and initialized, relative to
+// start (API timestamps have one-second resolution).
+func timeline(b *testing.B, cluster *localcluster.Cluster, start time.Time) {
+	b.Helper()
+	claims := &v1.NodeClaimList{}
+	if err := cluster.Client.List(context.Background(), claims); err != nil {
+		b.Fatal(err)
+	}
+	var created, initialized []time.Duration
+	for _, nc := range claims.Items {
+		created = append(created, nc.CreationTimestamp.Sub(start))
+		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.Status == metav1.ConditionTrue {
+			initialized = append(initialized, c.LastTransitionTime.Sub(start))
+		}
+	}
+	sort.Slice(created, func(i, j int) bool { return created[i] < created[j] })
+	sort.Slice(initialized, func(i, j int) bool { return initialized[i] < initialized[j] })
+	if len(created) == 0 || len(initialized) == 0 {
+		return
+	}
+	b.Logf("timeline: %d NodeClaims created between %s and %s; initialized between %s and %s",
+		len(created), seconds(created[0]), seconds(created[len(created)-1]), seconds(initialized[0]), seconds(initialized[len(initialized)-1]))
+}
