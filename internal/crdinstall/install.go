@@ -18,7 +18,9 @@ import (
 )
 
 // Install creates each CRD, or updates it when it exists, then waits until
-// all of them are Established and their NamesAccepted.
+// all of them are Established and their NamesAccepted. An update keeps the
+// caBundle a certificate rotator injected into the CRD's conversion webhook
+// when crd declares the same webhook without one (see WithWebhookConversion).
 func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
 	client, err := apiextensionsclient.NewForConfig(config)
 	if err != nil {
@@ -37,6 +39,7 @@ func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.C
 		default:
 			updated := crd.DeepCopy()
 			updated.ResourceVersion = existing.ResourceVersion
+			keepInjectedCABundle(updated, existing)
 			if _, err := crdClient.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("updating CRD %s: %w", crd.Name, err)
 			}
