@@ -21,6 +21,12 @@ require (
 )
 
 require (
+	github.com/open-policy-agent/cert-controller v0.16.0
+	github.com/pkg/errors v0.9.1 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -82,6 +88,7 @@ require (
 	k8s.io/apiserver v0.36.4
 	k8s.io/cli-runtime v0.36.4
 	k8s.io/component-base v0.36.4 // indirect
+	k8s.io/kube-aggregator v0.36.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/randfill v1.0.0

@@ -44,13 +44,23 @@ func keepInjectedCABundle(desired, existing *apiextensionsv1.CustomResourceDefin
 	if want == nil || have == nil || len(want.CABundle) > 0 || len(have.CABundle) == 0 {
 		return
 	}
-	if want.URL == nil != (have.URL == nil) || (want.URL != nil && *want.URL != *have.URL) {
-		return
-	}
-	if !sameService(want.Service, have.Service) {
+	if !SameWebhook(want, have) {
 		return
 	}
 	want.CABundle = append([]byte(nil), have.CABundle...)
+}
+
+// SameWebhook reports whether two webhook client configurations call the
+// same endpoint (the same URL, or the same Service, path and port with the
+// API server's default port 443 filled in), whatever their caBundles.
+func SameWebhook(a, b *apiextensionsv1.WebhookClientConfig) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if ptr.Deref(a.URL, "") != ptr.Deref(b.URL, "") {
+		return false
+	}
+	return sameService(a.Service, b.Service)
 }
 
 // webhookClientConfig returns the CRD's conversion webhook client
