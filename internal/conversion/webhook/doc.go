@@ -18,14 +18,12 @@
 // strategy None, and generated files are never patched), and the manager's
 // webhook server must use ServerOptions:
 //
-//	w, err := webhook.New(webhook.Options{
-//		// In a cluster: the Service in front of the pod, and the Secret
-//		// (mounted at CertDir, or WriteCertFiles with an emptyDir).
-//		ServiceNamespace: "karpenter", ServiceName: "dovetail", CertDir: "/certs",
-//		// `dovetail up`: the API server calls the process directly.
-//		// URL: "https://localhost:9443/convert", SecretNamespace: "kube-system",
-//		// CertDir: filepath.Join(workDir, "webhook-certs"), WriteCertFiles: true,
-//	})
+//	// In a cluster: the Service in front of the pod, and the Secret mounted
+//	// at CertDir (or WriteCertFiles with an emptyDir there).
+//	w, err := webhook.New(webhook.Options{ServiceNamespace: "karpenter", ServiceName: "dovetail", CertDir: "/certs"})
+//	// `dovetail up`: the API server calls https://localhost:9443/convert.
+//	w, err := webhook.New(webhook.LocalOptions(9443, filepath.Join(workDir, "webhook-certs")))
+//
 //	err = crdinstall.Install(ctx, cfg, crdinstall.WithWebhookConversion(all, w.ClientConfig()), time.Minute)
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{..., WebhookServer: crwebhook.NewServer(w.ServerOptions())})
 //	ready, err := w.Setup(ctx, mgr)
@@ -36,6 +34,10 @@
 // verifies), so nothing should read objects through a version other than the
 // stored one before it passes. Reading v1 objects stored as v1 never calls
 // the webhook.
+//
+// Install the CRDs before, or soon after, starting the manager: the rotator
+// stops the manager when it cannot inject the CA within its retries (about
+// 8 to 17 minutes), as it does when the certificate files never appear.
 //
 // In a cluster, the process needs RBAC to get, list, watch, create and update
 // the Secret's namespace's Secrets, to get, list, watch and update

@@ -41,7 +41,7 @@ type Handler struct {
 	Converter conversion.Converter
 	// Logger is put into each request's context (log.FromContext); the
 	// controller-runtime global logger when unset.
-	Logger *logr.Logger
+	Logger logr.Logger
 }
 
 // NodePoolReader returns a NodePoolGetter that reads v1 NodePools from the
@@ -62,8 +62,8 @@ func NodePoolReader(reader client.Reader) conversion.NodePoolGetter {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if h.Logger != nil {
-		ctx = log.IntoContext(ctx, *h.Logger)
+	if h.Logger.GetSink() != nil {
+		ctx = log.IntoContext(ctx, h.Logger)
 	}
 	logger := log.FromContext(ctx)
 	review, status, err := readReview(w, r)

@@ -86,6 +86,22 @@ type Options struct {
 	DefaultNodeClass schema.GroupKind
 }
 
+// LocalOptions are the options of a controller that runs on the machine of
+// the API server, as with `dovetail up`: the webhook server binds
+// 127.0.0.1:port, the API server calls https://localhost:<port>/convert, the
+// certificate is written into certDir (no kubelet mounts the Secret), and
+// the Secret lives in kube-system.
+func LocalOptions(port int, certDir string) Options {
+	return Options{
+		Host:            "127.0.0.1",
+		Port:            port,
+		URL:             "https://" + net.JoinHostPort("localhost", strconv.Itoa(port)) + Path,
+		CertDir:         certDir,
+		WriteCertFiles:  true,
+		SecretNamespace: "kube-system",
+	}
+}
+
 // complete returns a copy of o with the defaults filled in, or the first
 // invalid setting.
 func (o Options) complete() (Options, error) {

@@ -50,7 +50,7 @@ func TestOptions(t *testing.T) {
 			},
 		},
 		"local control plane": {
-			opts: Options{URL: "https://localhost:9555/convert", Host: "127.0.0.1", Port: 9555, SecretNamespace: "kube-system"},
+			opts: LocalOptions(9555, "/certs"),
 			want: derived{
 				ServerName:   "localhost",
 				ClientConfig: apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://localhost:9555/convert")},

@@ -145,10 +145,9 @@ func (w *Webhook) Setup(ctx context.Context, mgr manager.Manager) (healthz.Check
 		return nil, fmt.Errorf("adding the serving certificate watcher: %w", err)
 	}
 	// 4. The handler.
-	logger := mgr.GetLogger().WithName("conversion-webhook")
 	mgr.GetWebhookServer().Register(Path, &Handler{
 		Converter: conversion.Converter{DefaultNodeClass: w.opts.DefaultNodeClass, NodePools: NodePoolReader(mgr.GetAPIReader())},
-		Logger:    &logger,
+		Logger:    mgr.GetLogger().WithName("conversion-webhook"),
 	})
 	return (&readiness{opts: w.opts, isReady: w.isReady, reader: mgr.GetAPIReader()}).check, nil
 }
@@ -162,7 +161,7 @@ func (w *Webhook) checkServer(server crwebhook.Server) error {
 		return nil // a custom server: its owner knows what it serves
 	}
 	if s.Options.Port != w.opts.Port || s.Options.Host != w.opts.Host || len(s.Options.TLSOpts) == 0 {
-		return fmt.Errorf("setting up the conversion webhook: the manager's webhook server (host %q, port %d) was not created with the webhook's ServerOptions (host %q, port %d): create the manager with WebhookServer: webhook.NewServer(w.ServerOptions())",
+		return fmt.Errorf("setting up the conversion webhook: the manager's webhook server (host %q, port %d) was not created with the webhook's ServerOptions (host %q, port %d): create the manager with WebhookServer: sigs.k8s.io/controller-runtime/pkg/webhook.NewServer(w.ServerOptions())",
 			s.Options.Host, s.Options.Port, w.opts.Host, w.opts.Port)
 	}
 	return nil

@@ -2,7 +2,6 @@ package conversion_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http/httptest"
 	"regexp"
@@ -28,9 +27,6 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
-// secretNamespace holds the webhooks' certificate Secrets.
-const secretNamespace = "kube-system"
-
 // conversionWebhook is a conversion webhook served by a manager of the test.
 type conversionWebhook struct {
 	*webhook.Webhook
@@ -54,17 +50,10 @@ func serveConversions(t *testing.T) *conversionWebhook {
 // written from the Secret), with a Secret of its own.
 func startWebhook(t *testing.T) *conversionWebhook {
 	t.Helper()
-	port := freePort(t)
-	secret := types.NamespacedName{Namespace: secretNamespace, Name: "webhook-" + dnsLabel(t.Name())}
-	w, err := webhook.New(webhook.Options{
-		Host:            "127.0.0.1",
-		Port:            port,
-		URL:             fmt.Sprintf("https://localhost:%d%s", port, webhook.Path),
-		CertDir:         t.TempDir(),
-		WriteCertFiles:  true,
-		SecretNamespace: secret.Namespace,
-		SecretName:      secret.Name,
-	})
+	opts := webhook.LocalOptions(freePort(t), t.TempDir())
+	opts.SecretName = "webhook-" + dnsLabel(t.Name())
+	secret := types.NamespacedName{Namespace: opts.SecretNamespace, Name: opts.SecretName}
+	w, err := webhook.New(opts)
 	if err != nil {
 		t.Fatalf("configuring the webhook: %v", err)
 	}
