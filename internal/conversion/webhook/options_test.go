@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 func TestOptions(t *testing.T) {
@@ -125,6 +126,37 @@ func TestServerOptions(t *testing.T) {
 	got.TLSOpts[0](config)
 	if _, err := config.GetCertificate(&tls.ClientHelloInfo{}); err == nil || !strings.Contains(err.Error(), "no serving certificate in /certs yet") {
 		t.Errorf("GetCertificate() before the certificate exists: error %v", err)
+	}
+}
+
+func TestCheckServer(t *testing.T) {
+	t.Parallel()
+	w, err := New(LocalOptions(9555, "/certs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		server  crwebhook.Options
+		wantErr string
+	}{
+		"created with ServerOptions":             {server: w.ServerOptions()},
+		"controller-runtime's defaults":          {server: crwebhook.Options{}, wantErr: `was not created with the webhook's ServerOptions (host "127.0.0.1", port 9555)`},
+		"the right port without the certificate": {server: crwebhook.Options{Host: "127.0.0.1", Port: 9555}, wantErr: "ServerOptions"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := w.checkServer(crwebhook.NewServer(tc.server))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkServer() = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("checkServer() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }
 

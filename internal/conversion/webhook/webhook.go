@@ -8,7 +8,9 @@ import (
 	"slices"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -105,9 +107,15 @@ func (w *Webhook) Setup(ctx context.Context, mgr manager.Manager) (healthz.Check
 	}
 	key := types.NamespacedName{Namespace: w.opts.SecretNamespace, Name: w.opts.SecretName}
 	keeper := &secretKeeper{key: key, writer: mgr.GetClient(), writeFiles: w.opts.WriteCertFiles, certDir: w.opts.CertDir}
-	// 1. The rotator needs the Secret to exist when it starts.
-	if err := keeper.create(ctx); err != nil {
-		return nil, fmt.Errorf("setting up the conversion webhook: %w", err)
+	// 1. The rotator needs the Secret to exist when it starts. An installer
+	// may have created it already and granted no right to create one.
+	if err := mgr.GetAPIReader().Get(ctx, key, &corev1.Secret{}); apierrors.IsNotFound(err) {
+		err = keeper.create(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("setting up the conversion webhook: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("setting up the conversion webhook: reading the certificate Secret %s: %w", key, err)
 	}
 	// 2. The rotator.
 	webhooks := make([]rotator.WebhookInfo, 0, len(w.opts.CRDNames))
