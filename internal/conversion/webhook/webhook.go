@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -100,7 +101,7 @@ func (w *Webhook) ServerOptions() crwebhook.Options {
 // a version other than the one they are stored in.
 func (w *Webhook) Setup(ctx context.Context, mgr manager.Manager) (healthz.Checker, error) {
 	if w.isReady != nil {
-		return nil, fmt.Errorf("setting up the conversion webhook: already set up")
+		return nil, errors.New("setting up the conversion webhook: already set up")
 	}
 	if err := w.checkServer(mgr.GetWebhookServer()); err != nil {
 		return nil, err
