@@ -4,11 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 )
 
 // listingLabel marks the objects of the listing test, so that objects
@@ -117,6 +124,90 @@ func TestListingsThroughBothVersions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKubectlGet runs kubectl itself, when the bin directory has it (the
+// control-plane build puts it there), on the listing test's objects.
+func TestKubectlGet(t *testing.T) {
+	serveConversions(t)
+	binDir, err := controlplane.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(binDir, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Skipf("no kubectl in %s (hack/build-controlplane.sh builds it): %v", binDir, err)
+	}
+	for i, manifest := range []string{
+		`{apiVersion: karpenter.sh/v1beta1, kind: NodePool, spec: {weight: 10, template: {spec: {nodeClassRef: {name: class-a}, requirements: []}}, disruption: {consolidationPolicy: WhenUnderutilized}}}`,
+		`{apiVersion: karpenter.sh/v1, kind: NodePool, spec: {weight: 50, template: {spec: {nodeClassRef: {name: class-c, kind: EC2NodeClass, group: karpenter.k8s.aws}, requirements: [], expireAfter: 720h}}, disruption: {consolidateAfter: 0s}}}`,
+	} {
+		obj := object(t, manifest)
+		obj.SetName(fmt.Sprintf("kubectl-%d", i))
+		obj.SetLabels(map[string]string{listingLabel: "true"})
+		create(t, obj)
+	}
+	cases := map[string]struct {
+		resource string
+		want     [][]string
+	}{
+		"kubectl get nodepools.v1beta1.karpenter.sh -o wide": {
+			resource: "nodepools.v1beta1.karpenter.sh",
+			want:     [][]string{{"NAME", "NODECLASS", "WEIGHT"}, {"kubectl-0", "class-a", "10"}, {"kubectl-1", "class-c", "50"}},
+		},
+		"kubectl get nodepools -o wide": {
+			resource: "nodepools",
+			want:     [][]string{{"NAME", "NODECLASS", "NODES", "READY", "WEIGHT", "CPU", "MEMORY"}, {"kubectl-0", "class-a", "", "", "10", "", ""}, {"kubectl-1", "class-c", "", "", "50", "", ""}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", testEnv.ControlPlane.KubeconfigPath,
+				"get", tc.resource, "-l", listingLabel, "-o", "wide").CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl get %s: %v\n%s", tc.resource, err, out)
+			}
+			got := kubectlColumns(string(out), "AGE")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kubectl output mismatch (-want +got):\n%s\n%s", diff, out)
+			}
+		})
+	}
+}
+
+// kubectlColumns splits kubectl's table output into cells by the columns
+// of its header (empty cells are blank), leaving out the column skip.
+func kubectlColumns(out, skip string) [][]string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	header := lines[0]
+	var starts []int
+	for i := range header {
+		if header[i] != ' ' && (i == 0 || header[i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	var rows [][]string
+	for _, line := range lines {
+		var row []string
+		for c, start := range starts {
+			end := len(line)
+			if c+1 < len(starts) && starts[c+1] < end {
+				end = starts[c+1]
+			}
+			cell := ""
+			if start < len(line) {
+				cell = strings.TrimSpace(line[start:end])
+			}
+			if strings.Fields(header[start:])[0] == skip {
+				continue
+			}
+			row = append(row, cell)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // table lists path through the API server's Table output and returns the
