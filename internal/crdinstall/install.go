@@ -11,14 +11,18 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // Install creates each CRD, or updates it when it exists, then waits until
-// all of them are Established and their NamesAccepted.
+// all of them are Established and their NamesAccepted. An update keeps the
+// caBundle a certificate rotator injected into the CRD's conversion webhook
+// when crd declares the same webhook without one (see WithWebhookConversion).
 func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
 	client, err := apiextensionsclient.NewForConfig(config)
 	if err != nil {
@@ -26,20 +30,10 @@ func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.C
 	}
 	crdClient := client.ApiextensionsV1().CustomResourceDefinitions()
 	for _, crd := range crds {
-		existing, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			if _, err := crdClient.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
-			}
-		case err != nil:
-			return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
-		default:
-			updated := crd.DeepCopy()
-			updated.ResourceVersion = existing.ResourceVersion
-			if _, err := crdClient.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("updating CRD %s: %w", crd.Name, err)
-			}
+		// A certificate rotator may update the CRD (its caBundle) between the
+		// read and the write: read again and retry.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return createOrUpdate(ctx, crdClient, crd) }); err != nil {
+			return err
 		}
 	}
 	for _, crd := range crds {
@@ -52,6 +46,27 @@ func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.C
 		})
 		if err != nil {
 			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// createOrUpdate creates crd, or updates the existing one to crd.
+func createOrUpdate(ctx context.Context, crdClient apiextensionsv1client.CustomResourceDefinitionInterface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	existing, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := crdClient.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+	default:
+		updated := crd.DeepCopy()
+		updated.ResourceVersion = existing.ResourceVersion
+		keepInjectedCABundle(updated, existing)
+		if _, err := crdClient.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating CRD %s: %w", crd.Name, err)
 		}
 	}
 	return nil
