@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 )
@@ -58,6 +59,7 @@ func (o *ControllerOptions) Validate() error {
 
 // Run builds the operator and runs the controllers until ctx ends.
 func (o *ControllerOptions) Run(ctx context.Context) error {
+	o.Operator.WebhookDefaultNodeClass = kwok.NodeClassGVK().GroupKind()
 	op, err := operator.New(ctx, o.Operator, nil)
 	if err != nil {
 		return err

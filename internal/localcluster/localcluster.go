@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail-autoscaler/dovetail/api/crds"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/crdinstall"
@@ -76,7 +79,8 @@ func setup(ctx context.Context, cp *controlplane.ControlPlane, defaults bool) (*
 func (c *Cluster) Stop() error { return c.ControlPlane.Stop() }
 
 // OperatorOptions returns the operator's defaults for a local, single-replica
-// controller: no leader election, no metrics or probe ports, console logs.
+// controller: no leader election, no metrics or probe ports, console logs,
+// and the conversion webhook served to the local API server on localhost.
 func OperatorOptions() operator.Options {
 	var o operator.Options
 	o.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError))
@@ -85,6 +89,8 @@ func OperatorOptions() operator.Options {
 	o.HealthProbePort = 0
 	o.LogFormat = "console"
 	o.AllowRestart = true
+	o.WebhookLocalURL = true
+	o.WebhookDefaultNodeClass = kwok.NodeClassGVK().GroupKind()
 	return o
 }
 
@@ -99,10 +105,30 @@ type Controller struct {
 // cluster in the background until Stop.
 func (c *Cluster) StartController(ctx context.Context, opOpts operator.Options, kwokOpts compose.KwokOptions) (*Controller, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	if !opOpts.DisableWebhook {
+		port, err := freePort()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		opOpts.WebhookPort = port
+		opOpts.WebhookCertDir = filepath.Join(c.ControlPlane.WorkDir(), fmt.Sprintf("webhook-certs-%d", port))
+	}
 	op, err := operator.New(ctx, opOpts, c.ControlPlane.RESTConfig)
 	if err != nil {
 		cancel()
 		return nil, err
+	}
+	if op.Webhook != nil {
+		// Point the multi-version CRDs' conversion at this controller's webhook.
+		all, err := crds.All()
+		if err == nil {
+			err = crdinstall.Install(ctx, c.ControlPlane.RESTConfig, crdinstall.WithWebhookConversion(all, op.Webhook.ClientConfig()), time.Minute)
+		}
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("installing CRDs with the conversion webhook: %w", err)
+		}
 	}
 	ctrl := &Controller{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -123,4 +149,14 @@ func (c *Controller) Stop() error {
 	c.cancel()
 	<-c.done
 	return c.err
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port for the webhook: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

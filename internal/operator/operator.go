@@ -29,12 +29,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	awsv1beta1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1beta1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1beta1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
+	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -55,6 +57,9 @@ type Operator struct {
 	Metrics    *metrics.Metrics
 	// Registry holds Dovetail's metrics, served with controller-runtime's on /metrics.
 	Registry *prometheus.Registry
+	// Webhook is the conversion webhook, nil when disabled. Its CRDs must be
+	// installed with crdinstall.WithWebhookConversion(crds, Webhook.ClientConfig()).
+	Webhook *webhook.Webhook
 }
 
 // NewScheme returns a scheme with the built-in kinds and every served Dovetail kind.
@@ -116,7 +121,16 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	if err != nil {
 		return nil, err
 	}
+	var conversionWebhook *webhook.Webhook
+	var webhookServer crwebhook.Server
+	if !opts.DisableWebhook {
+		if conversionWebhook, err = webhook.New(webhookOptions(opts)); err != nil {
+			return nil, fmt.Errorf("configuring the conversion webhook: %w", err)
+		}
+		webhookServer = crwebhook.NewServer(conversionWebhook.ServerOptions())
+	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		WebhookServer:                 webhookServer,
 		Scheme:                        scheme,
 		Logger:                        logger,
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -140,6 +154,15 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding readiness probe: %w", err)
 	}
+	if conversionWebhook != nil {
+		ready, err := conversionWebhook.Setup(ctx, mgr)
+		if err != nil {
+			return nil, fmt.Errorf("setting up the conversion webhook: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("conversion-webhook", ready); err != nil {
+			return nil, fmt.Errorf("adding the conversion webhook's readiness probe: %w", err)
+		}
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewBuildInfoCollector())
 	m, err := metrics.New(registry)
@@ -155,8 +178,23 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	return &Operator{
 		Options: opts, Logger: logger, Clock: clk, Scheme: scheme, RESTConfig: restConfig, Manager: mgr,
 		KubeClient: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorderFor("dovetail"), clk),
-		Metrics: m, Registry: registry,
+		Metrics: m, Registry: registry, Webhook: conversionWebhook,
 	}, nil
+}
+
+// webhookOptions maps the operator's options to the webhook's.
+func webhookOptions(opts Options) webhook.Options {
+	var w webhook.Options
+	if opts.WebhookLocalURL {
+		w = webhook.LocalOptions(opts.WebhookPort, opts.WebhookCertDir)
+	} else {
+		w = webhook.Options{
+			Port: opts.WebhookPort, CertDir: opts.WebhookCertDir,
+			ServiceName: opts.WebhookServiceName, ServiceNamespace: opts.WebhookServiceNamespace,
+		}
+	}
+	w.DefaultNodeClass = opts.WebhookDefaultNodeClass
+	return w
 }
 
 func loadRESTConfig(kubeconfig string) (*rest.Config, error) {

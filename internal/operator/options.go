@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
@@ -36,6 +37,24 @@ type Options struct {
 	// LogWriter receives the logs; standard error when nil. Not a flag: the
 	// demo sends the controller's logs to a file.
 	LogWriter io.Writer
+	// DisableWebhook turns the v1beta1 conversion webhook off.
+	DisableWebhook bool
+	// WebhookPort is the webhook server's port.
+	WebhookPort int
+	// WebhookServiceName and WebhookServiceNamespace name the Service in
+	// front of the webhook server; the serving certificate is issued for it.
+	WebhookServiceName      string
+	WebhookServiceNamespace string
+	// WebhookCertDir holds the serving certificate.
+	WebhookCertDir string
+	// WebhookLocalURL serves the webhook to a local API server at
+	// https://localhost:<WebhookPort>/convert instead of through a Service,
+	// writing the certificate into WebhookCertDir (dovetail up, the demo,
+	// tests). Not a flag.
+	WebhookLocalURL bool
+	// WebhookDefaultNodeClass is what an unqualified v1beta1 nodeClassRef
+	// means: the cloud provider's default NodeClass. Not a flag.
+	WebhookDefaultNodeClass schema.GroupKind
 	// AllowRestart lets a process start several operators one after another
 	// (controller names are otherwise unique per process), as the demo and
 	// the restart tests do. Not a flag.
@@ -61,6 +80,11 @@ func envNames() map[string]string {
 		"min-values-policy":         "MIN_VALUES_POLICY",
 		"registration-timeout":      "REGISTRATION_TIMEOUT",
 		"feature-gates":             "FEATURE_GATES",
+		"disable-webhook":           "DISABLE_WEBHOOK",
+		"webhook-port":              "WEBHOOK_PORT",
+		"webhook-service-name":      "WEBHOOK_SERVICE_NAME",
+		"webhook-service-namespace": "SYSTEM_NAMESPACE",
+		"webhook-cert-dir":          "WEBHOOK_CERT_DIR",
 	}
 }
 
@@ -81,6 +105,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PreferencePolicy, "preference-policy", string(simulator.PreferencesRespect), "Respect or Ignore pods' preferences when launching nodes [PREFERENCE_POLICY]")
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", string(simulator.MinValuesStrict), "Strict or BestEffort handling of requirements' minValues [MIN_VALUES_POLICY]")
 	fs.DurationVar(&o.RegistrationTimeout, "registration-timeout", 15*time.Minute, "delete a NodeClaim whose node has not registered this long after launch [REGISTRATION_TIMEOUT]")
+	fs.BoolVar(&o.DisableWebhook, "disable-webhook", false, "do not serve the v1beta1 <-> v1 conversion webhook [DISABLE_WEBHOOK]")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the conversion webhook server [WEBHOOK_PORT]")
+	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", "dovetail", "Service in front of the webhook server [WEBHOOK_SERVICE_NAME]")
+	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs, e.g. SpotToSpotConsolidation=true [FEATURE_GATES]")
 }
 
@@ -143,6 +172,12 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-client-qps and --kube-client-burst must be positive"))
+	}
+	if !o.DisableWebhook && (o.WebhookPort <= 0 || o.WebhookPort > 65535) {
+		errs = append(errs, fmt.Errorf("--webhook-port %d is out of range 1-65535", o.WebhookPort))
+	}
+	if !o.DisableWebhook && !o.WebhookLocalURL && (o.WebhookServiceName == "" || o.WebhookServiceNamespace == "") {
+		errs = append(errs, fmt.Errorf("--webhook-service-name and --webhook-service-namespace must be set unless --disable-webhook"))
 	}
 	if o.RegistrationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-timeout must be positive"))
