@@ -60,6 +60,10 @@ func run(t *testing.T) *localcluster.Controller {
 	opts.BatchIdleDuration = 500 * time.Millisecond
 	opts.BatchMaxDuration = 3 * time.Second
 	opts.LogWriter = testWriter{t}
+	// These tests restart the controller in one process, and the conversion
+	// webhook's certificate rotator registers a controller under a fixed
+	// name; conversion has its own tests (test/integration/conversion).
+	opts.DisableWebhook = true
 	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}
 	controller, err := cluster.StartController(context.Background(), opts, compose.KwokOptions{})
 	if err != nil {
