@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,6 +19,8 @@ const module = "github.com/dovetail-autoscaler/dovetail"
 
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }
@@ -44,6 +48,16 @@ func listPackages(t *testing.T) []pkg {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("go list: %v", err)
+	}
+	// go test caches results by the files the test itself opens; the files
+	// `go list` read do not count. Stat every source file so that an edit
+	// invalidates the cached result.
+	for _, p := range pkgs {
+		for _, f := range p.GoFiles {
+			if _, err := os.Stat(filepath.Join(p.Dir, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return pkgs
 }
