@@ -50,9 +50,12 @@ func listPackages(t *testing.T) []pkg {
 		t.Fatalf("go list: %v", err)
 	}
 	// go test caches results by the files the test itself opens; the files
-	// `go list` read do not count. Stat every source file so that an edit
-	// invalidates the cached result.
+	// `go list` read do not count. Read every package directory and stat every
+	// source file so that an added or edited file invalidates the cached result.
 	for _, p := range pkgs {
+		if _, err := os.ReadDir(p.Dir); err != nil { // new files, too
+			t.Fatal(err)
+		}
 		for _, f := range p.GoFiles {
 			if _, err := os.Stat(filepath.Join(p.Dir, f)); err != nil {
 				t.Fatal(err)
