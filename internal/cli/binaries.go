@@ -5,9 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 )
+
+// validateBinDir checks an explicit --bin-dir.
+func validateBinDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return fmt.Errorf("--bin-dir %s is not a directory", dir)
+	}
+	return nil
+}
 
 // ensureBinaries returns the control-plane bin directory. An explicit
 // directory must already hold the binaries; the checkout's bin/ is built on

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -45,14 +43,7 @@ fresh checkout builds the control-plane binaries (10-15 minutes).`,
 }
 
 // Validate checks the flags.
-func (o *DemoOptions) Validate() error {
-	if o.BinDir != "" {
-		if info, err := os.Stat(o.BinDir); err != nil || !info.IsDir() {
-			return fmt.Errorf("--bin-dir %s is not a directory", o.BinDir)
-		}
-	}
-	return nil
-}
+func (o *DemoOptions) Validate() error { return validateBinDir(o.BinDir) }
 
 // Run tells the demo's story.
 func (o *DemoOptions) Run(ctx context.Context) error {

@@ -84,13 +84,7 @@ func (o *UpOptions) Validate() error {
 	if err := o.Kwok.Validate(); err != nil {
 		return err
 	}
-	if o.BinDir != "" {
-		info, err := os.Stat(o.BinDir)
-		if err != nil || !info.IsDir() {
-			return fmt.Errorf("--bin-dir %s is not a directory", o.BinDir)
-		}
-	}
-	return nil
+	return validateBinDir(o.BinDir)
 }
 
 // Run starts the local cluster and the controller and waits for ctx to end.

@@ -16,17 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
-	awsv1beta1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1beta1"
 	"github.com/dovetail-autoscaler/dovetail/api/crds"
-	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1beta1"
-	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/crdinstall"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 )
 
 // Environment is a running control plane with clients for it.
@@ -38,20 +33,6 @@ type Environment struct {
 	Clientset kubernetes.Interface
 	// Scheme holds every kind the Client knows.
 	Scheme *runtime.Scheme
-}
-
-// NewScheme returns a scheme with the built-in kinds and all served Dovetail kinds.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1.AddToScheme, v1beta1.AddToScheme,
-		awsv1.AddToScheme, awsv1beta1.AddToScheme, kwokv1alpha1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building scheme: %w", err)
-		}
-	}
-	return scheme, nil
 }
 
 // Run starts a control plane of the given profile, installs the CRDs, runs
@@ -101,7 +82,7 @@ func newEnvironment(ctx context.Context, cp *controlplane.ControlPlane) (*Enviro
 	if err := crdinstall.Install(ctx, cp.RESTConfig, all, time.Minute); err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
+	scheme, err := operator.NewScheme()
 	if err != nil {
 		return nil, err
 	}
