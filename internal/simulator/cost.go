@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
 )
 
@@ -70,6 +71,50 @@ func newHullPoint(t int, c, m, price float64) (hullPoint, bool) {
 		return hullPoint{}, false
 	}
 	return hullPoint{x: c / price, y: m / price, c: c, m: m, t: t}, true
+}
+
+// clippedHull is the hull of the capacity per dollar of the types in set,
+// each type's capacity clipped (clip) to what pods whose memory per cpu lies
+// between lo and hi can fill.
+func clippedHull(p *pool, set bitset.Set, price func(int) float64, lo, hi float64) []hullPoint {
+	var pts []hullPoint
+	for t := set.First(); t >= 0; t = set.Next(t + 1) {
+		a := p.effAlloc[t]
+		c, m := clip(float64(a[resources.CPU]), float64(a[resources.Memory]), lo, hi)
+		if pt, ok := newHullPoint(t, c, m, price(t)); ok {
+			pts = append(pts, pt)
+		}
+	}
+	return upperHull(pts)
+}
+
+// clip returns how much of cpu c and memory m pods whose memory per cpu lies
+// between lo and hi can fill, however they are mixed: no more cpu than m/lo,
+// no more memory than c×hi. Without the clip a compute-optimised type whose
+// shape no pod has looks cheapest, and every such node strands cpu.
+func clip(c, m, lo, hi float64) (float64, float64) {
+	if lo > 0 && !math.IsInf(lo, 1) {
+		c = min(c, m/lo)
+	}
+	if hi > 0 && !math.IsInf(hi, 1) {
+		m = min(m, c*hi)
+	}
+	return c, m
+}
+
+// widen extends the range [lo, hi] of memory per cpu to a request's.
+func widen(lo, hi float64, req resources.Vector) (float64, float64) {
+	c, m := float64(req[resources.CPU]), float64(req[resources.Memory])
+	switch {
+	case c <= 0 && m <= 0:
+	case c <= 0:
+		hi = math.Inf(1)
+	case m <= 0:
+		lo = 0
+	default:
+		lo, hi = min(lo, m/c), max(hi, m/c)
+	}
+	return lo, hi
 }
 
 // upperHull returns the part of the points' convex hull that no other point

@@ -25,19 +25,25 @@ func (s *solve) isGeneric(pi *podInfo, v *podView) bool {
 		len(v.nodeAlts) == 1 && len(v.nodeAlts[0]) == 0
 }
 
-// packGeneric places generic pods and returns those it could not place.
+// packGeneric places generic pods and returns those it could not place:
+// onto existing nodes; into the NodePool's open claims, choosing their types
+// (fillClaims); into any room left (tryRoom); and the rest onto new claims,
+// packed per NodePool (binPack).
 func (s *solve) packGeneric(pods []*podInfo) []*podInfo {
 	var failed []*podInfo
 	byPool := map[*pool][]*podInfo{}
 	var pools []*pool
 	for _, pi := range pods {
 		v := pi.sig.views[pi.level]
-		if s.tryNodes(pi, v) || s.tryRoom(pi, v) {
+		if s.tryNodes(pi, v) {
 			continue
 		}
 		tmpl, _, ok := s.bestNewClaim(pi, v)
 		if !ok {
-			failed = append(failed, pi)
+			// No new claim can take it (limits, say), but open room may.
+			if !s.tryRoom(pi, v) {
+				failed = append(failed, pi)
+			}
 			continue
 		}
 		if byPool[tmpl.pool] == nil {
@@ -47,7 +53,16 @@ func (s *solve) packGeneric(pods []*podInfo) []*podInfo {
 	}
 	slices.SortFunc(pools, func(a, b *pool) int { return cmp.Compare(a.idx, b.idx) })
 	for _, p := range pools {
-		failed = append(failed, s.binPack(p, byPool[p])...)
+		byPool[p] = s.fillClaims(p, byPool[p])
+	}
+	for _, p := range pools {
+		var rest []*podInfo
+		for _, pi := range byPool[p] {
+			if !s.tryRoom(pi, pi.sig.views[pi.level]) {
+				rest = append(rest, pi)
+			}
+		}
+		failed = append(failed, s.binPack(p, rest)...)
 	}
 	return failed
 }

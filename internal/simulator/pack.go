@@ -29,9 +29,10 @@ type packer struct {
 
 // shape is the pods of one request vector not packed yet, in placement order.
 type shape struct {
-	req   resources.Vector
-	worth float64
-	pods  []*podInfo
+	req    resources.Vector
+	worth  float64
+	ux, uy float64 // req's direction in the plane of align, as a unit vector
+	pods   []*podInfo
 }
 
 // bin is a claim-to-be of a bulk pack: a type and the pods in it.
@@ -66,6 +67,7 @@ func (s *solve) newPacker(p *pool, tmpl *claim, pods []*podInfo) *packer {
 		sh, ok := index[string(key)]
 		if !ok {
 			sh = &shape{req: pi.req, worth: pk.worth(pi.req)}
+			sh.ux, sh.uy = pk.unit(pi.req)
 			index[string(key)] = sh
 			pk.shapes = append(pk.shapes, sh)
 		}
@@ -87,24 +89,26 @@ func (pk *packer) worth(v resources.Vector) float64 {
 // align is the cosine of the angle between a and b in the (cpu, memory)
 // plane, each resource scaled by the whole demand for it.
 func (pk *packer) align(a, b resources.Vector) float64 {
-	ax, ay := float64(a[resources.CPU])/max(pk.cpu, 1), float64(a[resources.Memory])/max(pk.mem, 1)
-	bx, by := float64(b[resources.CPU])/max(pk.cpu, 1), float64(b[resources.Memory])/max(pk.mem, 1)
-	n := math.Hypot(ax, ay) * math.Hypot(bx, by)
+	ax, ay := pk.unit(a)
+	bx, by := pk.unit(b)
+	return ax*bx + ay*by
+}
+
+// unit is v's direction in the plane of align, as a unit vector (0 for a
+// vector without cpu and memory).
+func (pk *packer) unit(v resources.Vector) (float64, float64) {
+	x, y := float64(v[resources.CPU])/max(pk.cpu, 1), float64(v[resources.Memory])/max(pk.mem, 1)
+	n := math.Hypot(x, y)
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
-	return (ax*bx + ay*by) / n
+	return x / n, y / n
 }
 
 func (pk *packer) price(t int) float64 { return pk.p.price(t, pk.tmpl.pairs, pk.tmpl.allPairs) }
 
-// hull is the convex hull (cost.go) of the capacity per dollar of the types
-// the template allows, each type's capacity clipped to what pods of the
-// given shapes can use: pods whose memory per cpu lies between lo and hi can
-// never fill more cpu than memory/lo, nor more memory than cpu×hi, of a
-// node, however they are mixed. Without the clip a compute-optimised type
-// whose shape no pod has looks cheapest, and every such node strands cpu.
-// Hulls are cached per (lo, hi).
+// hull is the hull (clippedHull) of the types the template allows, clipped
+// to the shapes of the given pods. Hulls are cached per shape range.
 func (pk *packer) hull(pods []*podInfo) []hullPoint {
 	lo, hi := math.Inf(1), 0.0
 	for _, pi := range pods {
@@ -113,42 +117,12 @@ func (pk *packer) hull(pods []*podInfo) []hullPoint {
 	return pk.hullFor(lo, hi)
 }
 
-// widen extends the range [lo, hi] of memory per cpu to a request's.
-func widen(lo, hi float64, req resources.Vector) (float64, float64) {
-	c, m := float64(req[resources.CPU]), float64(req[resources.Memory])
-	switch {
-	case c <= 0 && m <= 0:
-	case c <= 0:
-		hi = math.Inf(1)
-	case m <= 0:
-		lo = 0
-	default:
-		lo, hi = min(lo, m/c), max(hi, m/c)
-	}
-	return lo, hi
-}
-
 func (pk *packer) hullFor(lo, hi float64) []hullPoint {
 	key := [2]float64{lo, hi}
 	if h, ok := pk.hulls[key]; ok {
 		return h
 	}
-	p := pk.p
-	var pts []hullPoint
-	for t := pk.tmpl.reqMask.First(); t >= 0; t = pk.tmpl.reqMask.Next(t + 1) {
-		a := p.effAlloc[t]
-		c, m := float64(a[resources.CPU]), float64(a[resources.Memory])
-		if lo > 0 && !math.IsInf(lo, 1) {
-			c = min(c, m/lo)
-		}
-		if hi > 0 && !math.IsInf(hi, 1) {
-			m = min(m, c*hi)
-		}
-		if pt, ok := newHullPoint(t, c, m, pk.price(t)); ok {
-			pts = append(pts, pt)
-		}
-	}
-	h := upperHull(pts)
+	h := clippedHull(pk.p, pk.tmpl.reqMask, pk.price, lo, hi)
 	pk.hulls[key] = h
 	return h
 }
@@ -210,11 +184,12 @@ func (pk *packer) fill(t int, used resources.Vector) float64 {
 	worth := 0.0
 	for {
 		best, bestAlign := -1, -1.0
+		rx, ry := pk.unit(room)
 		for i, sh := range pk.shapes {
 			if pk.took[i] >= len(sh.pods) || !sh.req.Fits(room) {
 				continue
 			}
-			if al := pk.align(sh.req, room); al > bestAlign+1e-9 || al > bestAlign-1e-9 && best >= 0 && sh.worth > pk.shapes[best].worth {
+			if al := sh.ux*rx + sh.uy*ry; al > bestAlign+1e-9 || al > bestAlign-1e-9 && best >= 0 && sh.worth > pk.shapes[best].worth {
 				best, bestAlign = i, max(al, bestAlign)
 			}
 		}
@@ -369,34 +344,7 @@ func (pk *packer) tail(whole bool) []*bin {
 // candidates returns the types the template allows that no other allowed
 // type matches in every requested resource for no more money, cheapest first.
 func (pk *packer) candidates() []int {
-	var types []int
-	for t := pk.tmpl.reqMask.First(); t >= 0; t = pk.tmpl.reqMask.Next(t + 1) {
-		if !math.IsInf(pk.price(t), 1) {
-			types = append(types, t)
-		}
-	}
-	slices.SortStableFunc(types, func(a, b int) int { return cmp.Compare(pk.price(a), pk.price(b)) })
-	alloc := pk.p.effAlloc
-	var out []int
-	for _, t := range types {
-		dominated := false
-		for _, f := range out {
-			dominated = true
-			for _, d := range pk.dims {
-				if alloc[f][d] < alloc[t][d] {
-					dominated = false
-					break
-				}
-			}
-			if dominated {
-				break
-			}
-		}
-		if !dominated {
-			out = append(out, t)
-		}
-	}
-	return out
+	return pk.undominated(pk.tmpl.reqMask, pk.price)
 }
 
 // holding returns the cheapest type of a template claim with room for

@@ -2,6 +2,7 @@ package simulator_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,6 +109,16 @@ func TestPackGeneric(t *testing.T) {
 	})
 }
 
+func withoutGPU(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if _, gpu := p.Spec.Containers[0].Resources.Requests[gpuResource]; !gpu {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // The packing's cost against the fractional lower bound, on the benchmarks'
 // workloads (see bench_ec2_test.go): the bound is not reachable with whole
 // nodes, but the plan should come close.
@@ -117,9 +128,79 @@ func TestPackCostRatio(t *testing.T) {
 	runCases(t, map[string]tcase{
 		"ec2 generic parts, 1000 pods": {pools: general, pods: genericPods(ec2MixPods(1000)), claims: -1, check: costRatioAtMost(1.03)},
 		"ec2 generic parts, 5000 pods": {pools: general, pods: genericPods(ec2MixPods(5000)), claims: -1, check: costRatioAtMost(1.02)},
+		// The bound sees neither the nodes hostname anti-affinity forces
+		// nor the zones the spread pins claims to.
+		"ec2-mix without the gpu pods, 1000 pods": {pools: general, pods: withoutGPU(ec2MixPods(1000)), claims: -1, check: costRatioAtMost(1.10)},
 		"karpenter-mix generic part, 1000 pods": {
 			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), fakeTypes(400)...)},
 			pods:  karpenterMixPods(5000)[:1000], claims: -1, check: costRatioAtMost(1.01),
+		},
+	})
+}
+
+// inClaimOf asserts how many pods of each name prefix (up to the first '-')
+// share the claim of pod.
+func inClaimOf(pod string, want map[string]int) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		c := r.claimOf(pod)
+		if c == nil {
+			t.Fatalf("pod %s is not on a new claim", pod)
+		}
+		got := map[string]int{}
+		for _, p := range c.Pods {
+			prefix, _, _ := strings.Cut(p.Name, "-")
+			got[prefix]++
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pods on the claim of %s (-want +got):\n%s\n%s", pod, diff, dump(r.plan))
+		}
+	}
+}
+
+func TestFillClaims(t *testing.T) {
+	shapes := []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), shapeTypes()...)}
+	limited := []simulator.NodePool{nodepool(dtesting.MakeNodePool("default").Limit("nodes", "1"), shapeTypes()...)}
+	pod := func(name, cpu, mem string) *dtesting.PodWrapper {
+		return dtesting.MakePod(name).Req("cpu", cpu).Req("memory", mem)
+	}
+	own := func(name, cpu, mem string) *dtesting.PodWrapper {
+		return pod(name, cpu, mem).Label("app", "own").PodAntiAffinity(hostKey, sel("app", "own"))
+	}
+	concat := func(groups ...[]*corev1.Pod) []*corev1.Pod {
+		var out []*corev1.Pod
+		for _, g := range groups {
+			out = append(out, g...)
+		}
+		return out
+	}
+	runCases(t, map[string]tcase{
+		// Taken in size order, the cpu-heavy pods (2 cpu) would fill the
+		// r.4x claim's cpu and strand its memory.
+		"an open claim takes the generic pods of its room's shape": {
+			pools: shapes,
+			pods: concat(
+				[]*corev1.Pod{pod("sel", "1", "1Gi").NodeSelector(corev1.LabelInstanceTypeStable, "r.4x").Obj()},
+				pod("c", "2", "4Gi").Replicas(14), pod("r", "1", "8Gi").Replicas(14)),
+			claims: 3,
+			check:  checks(inClaimOf("sel", map[string]int{"sel": 1, "r": 14}), typesOf(map[string]int{"r.4x": 1, "c.4x": 2})),
+		},
+		"claims that must exist grow to take the generic pods rather than open new claims": {
+			pools: shapes, pods: concat(own("own", "1", "4Gi").Replicas(2), pod("p", "1", "4Gi").Replicas(20)), claims: 2,
+			check: typesOf(map[string]int{"m.4x": 1, "m.2x": 1}),
+		},
+		"a claim that no generic pod suits keeps the cheapest type that holds it": {
+			pools: shapes,
+			pods: concat(
+				[]*corev1.Pod{pod("sel", "3", "3Gi").NodeSelector(corev1.LabelInstanceTypeStable, "c.4x").Obj()},
+				pod("r", "1", "15Gi").Replicas(8)),
+			claims: 2, check: typesOf(map[string]int{"c.4x": 1, "r.4x": 1}),
+		},
+		// The largest type has 15.9 cpu: the claim takes 14 of the 20.
+		"at the pool's node limit, generic pods take the room of the only claim": {
+			pools: limited, pods: concat(own("own", "1", "4Gi").Replicas(1), pod("p", "1", "4Gi").Replicas(20)), claims: 1,
+			unschedulable: map[string]string{"p-4": "limit on nodes reached", "p-5": "", "p-6": "", "p-7": "", "p-8": "", "p-9": ""},
+			check:         inClaimOf("own-0", map[string]int{"own": 1, "p": 14}),
 		},
 	})
 }
