@@ -25,6 +25,7 @@ type packer struct {
 	room  resources.Vector           // scratch
 	rest  resources.Vector           // scratch
 	took  []int                      // scratch: per shape, pods a fill takes
+	tries []fillTry                  // scratch (bestFill)
 }
 
 // shape is the pods of one request vector not packed yet, in placement order.
@@ -125,6 +126,20 @@ func (pk *packer) hullFor(lo, hi float64) []hullPoint {
 	h := clippedHull(pk.p, pk.tmpl.reqMask, pk.price, lo, hi)
 	pk.hulls[key] = h
 	return h
+}
+
+// restShape returns the range of memory per cpu of the pods left after the
+// last fill (packer.took), and their cpu and memory.
+func (pk *packer) restShape() (lo, hi, cpu, mem float64) {
+	lo, hi = math.Inf(1), 0
+	for i, sh := range pk.shapes {
+		if n := float64(len(sh.pods) - pk.took[i]); n > 0 {
+			lo, hi = widen(lo, hi, sh.req)
+			cpu += n * float64(sh.req[resources.CPU])
+			mem += n * float64(sh.req[resources.Memory])
+		}
+	}
+	return lo, hi, cpu, mem
 }
 
 // restCost estimates what the pods left after the last fill (packer.took)

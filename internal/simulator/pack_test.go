@@ -174,7 +174,14 @@ func TestFillClaims(t *testing.T) {
 		}
 		return out
 	}
+	// A small type that holds a lone 1 cpu pod for a ninth of an m.4x.
+	withSmall := []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"),
+		append(shapeTypes(), dtesting.MakeInstanceType("t.small").CPU("2").Memory("4Gi").Price(0.08).Obj())...)}
 	runCases(t, map[string]tcase{
+		"a claim holding one small pod grows into a large type the generic pods fill": {
+			pools: withSmall, pods: concat(own("own", "1", "2Gi").Replicas(1), pod("p", "1", "4Gi").Replicas(14)), claims: 1,
+			check: checks(typesOf(map[string]int{"m.4x": 1}), inClaimOf("own-0", map[string]int{"own": 1, "p": 14})),
+		},
 		// Taken in size order, the cpu-heavy pods (2 cpu) would fill the
 		// r.4x claim's cpu and strand its memory.
 		"an open claim takes the generic pods of its room's shape": {

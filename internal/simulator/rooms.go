@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
 )
 
 // Open claims and generic pods. When generic pods are placed, the claims
@@ -35,12 +36,14 @@ import (
 const newBinLoss = 0.03
 
 // maxGrowthFactor bounds the types fillClaims tries for a claim to those
-// costing at most this many times the cheapest type that holds it: enough
-// to let a claim grow into a well-filled node, few enough to keep the
-// search short on catalogues of hundreds of sizes. (Larger bounds did not
-// lower the cost of ec2-mix: fills into large types, efficient on their
-// own, take pods that smaller claims would have used better.)
-const maxGrowthFactor = 4
+// costing at most this many times the cheapest type that holds it, and
+// maxFillTries how many of them are filled (see bestFill): enough to let a
+// claim that holds one small pod grow into a well-filled node, few enough
+// to keep the search short on catalogues of hundreds of sizes.
+const (
+	maxGrowthFactor = 1e9
+	maxFillTries    = 32
+)
 
 // claimFill is the best growth found for a claim: its type and cost per saving.
 type claimFill struct {
@@ -106,19 +109,41 @@ func (s *solve) fillClaims(p *pool, pods []*podInfo) []*podInfo {
 // bestFill returns claim c's fill with the least cost per saving, if one
 // costs less than new claims would; before is the fractional cost of the
 // generic pods left. On equal scores the larger saving wins.
+//
+// Filling is the costly step, so types are tried in order of a bound on
+// their score, and only while the bound can beat the best so far, at most
+// maxFillTries of them: the fractional cost is convex in the demand, so a
+// fill saves at most the pods' resource prices (resourcePrices) times the
+// room it fills, clipped to their shapes and to what is left of them.
 func (pk *packer) bestFill(c *claim, before float64, cache map[string][]int) (claimFill, bool) {
 	p := pk.p
 	price := func(t int) float64 { return p.price(t, c.pairs, c.allPairs) }
 	base := price(c.cheapest)
-	limit := maxGrowthFactor * base
-	best := claimFill{c: c, t: -1, score: 1 + newBinLoss}
-	bestGain, allPrice := 0.0, math.Inf(1)
+	clear(pk.took)
+	lo, hi, cpu, mem := pk.restShape()
+	pc, pm := resourcePrices(pk.hullFor(lo, hi), cpu, mem)
+	tries := pk.tries[:0]
 	for _, t := range pk.claimCandidates(c, cache) {
 		pt := price(t)
-		if pt > limit || pt >= allPrice || (pk.s.priceCap > 0 && pt >= pk.s.priceCap) {
+		if pk.s.priceCap > 0 && pt >= pk.s.priceCap {
 			continue
 		}
-		if pk.fill(t, c.requests) <= 0 {
+		a := p.effAlloc[t]
+		rc, rm := clip(float64(a[resources.CPU]-c.requests[resources.CPU]), float64(a[resources.Memory]-c.requests[resources.Memory]), lo, hi)
+		if ub := pc*min(max(rc, 0), cpu) + pm*min(max(rm, 0), mem); ub > 0 {
+			tries = append(tries, fillTry{t, (pt - base) / ub})
+		}
+	}
+	slices.SortStableFunc(tries, func(a, b fillTry) int { return cmp.Compare(a.bound, b.bound) })
+	pk.tries = tries
+	best := claimFill{c: c, t: -1, score: 1 + newBinLoss}
+	bestGain, allPrice := 0.0, math.Inf(1)
+	for i, try := range tries {
+		if i >= maxFillTries || try.bound >= best.score {
+			break
+		}
+		t, pt := try.t, price(try.t)
+		if pt >= allPrice || pk.fill(t, c.requests) <= 0 {
 			continue
 		}
 		after := pk.restCost(false)
@@ -134,6 +159,12 @@ func (pk *packer) bestFill(c *claim, before float64, cache map[string][]int) (cl
 		}
 	}
 	return best, best.t >= 0
+}
+
+// fillTry is a type bestFill may try, with a lower bound of its score.
+type fillTry struct {
+	t     int
+	bound float64
 }
 
 // retarget makes claim c fill up to type t, which holds its pods.
