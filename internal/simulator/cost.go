@@ -75,9 +75,13 @@ func newHullPoint(t int, c, m, price float64) (hullPoint, bool) {
 
 // clippedHull is the hull of the capacity per dollar of the types in set,
 // each type's capacity clipped (clip) to what pods whose memory per cpu lies
-// between lo and hi can fill.
-func clippedHull(p *pool, set bitset.Set, price func(int) float64, lo, hi float64) []hullPoint {
-	var pts []hullPoint
+// between lo and hi can fill. buf is scratch for the points; it is returned
+// for reuse.
+func clippedHull(p *pool, set bitset.Set, price func(int) float64, lo, hi float64, buf []hullPoint) (hull, _ []hullPoint) {
+	if n := set.Count(); cap(buf) < n {
+		buf = make([]hullPoint, 0, n)
+	}
+	pts := buf[:0]
 	for t := set.First(); t >= 0; t = set.Next(t + 1) {
 		a := p.effAlloc[t]
 		c, m := clip(float64(a[resources.CPU]), float64(a[resources.Memory]), lo, hi)
@@ -85,7 +89,7 @@ func clippedHull(p *pool, set bitset.Set, price func(int) float64, lo, hi float6
 			pts = append(pts, pt)
 		}
 	}
-	return upperHull(pts)
+	return upperHull(pts), pts
 }
 
 // clip returns how much of cpu c and memory m pods whose memory per cpu lies

@@ -26,6 +26,7 @@ type packer struct {
 	rest  resources.Vector           // scratch
 	took  []int                      // scratch: per shape, pods a fill takes
 	tries []fillTry                  // scratch (bestFill)
+	cands []int                      // candidates, once computed
 }
 
 // shape is the pods of one request vector not packed yet, in placement order.
@@ -123,7 +124,8 @@ func (pk *packer) hullFor(lo, hi float64) []hullPoint {
 	if h, ok := pk.hulls[key]; ok {
 		return h
 	}
-	h := clippedHull(pk.p, pk.tmpl.reqMask, pk.price, lo, hi)
+	h, buf := clippedHull(pk.p, pk.tmpl.reqMask, pk.price, lo, hi, pk.s.hullBuf)
+	pk.s.hullBuf = buf
 	pk.hulls[key] = h
 	return h
 }
@@ -329,18 +331,23 @@ func (pk *packer) restore(state [][]*podInfo) {
 func (pk *packer) tail(whole bool) []*bin {
 	var bins []*bin
 	cands := pk.candidates()
+	empty := pk.s.m.res.New()
 	for len(pk.left()) > 0 {
 		clear(pk.took)
 		before := pk.restCost(whole)
 		best, bestScore, bestWorth := -1, math.Inf(1), 0.0
 		for _, t := range cands {
-			w := pk.fill(t, pk.s.m.res.New())
+			w := pk.fill(t, empty)
 			if w <= 0 {
 				continue
 			}
-			sc := (pk.price(t) + pk.restCost(whole) - before) / w
+			rest := pk.restCost(whole)
+			sc := (pk.price(t) + rest - before) / w
 			if sc < bestScore-1e-6 || sc <= bestScore+1e-6 && w > bestWorth {
 				best, bestScore, bestWorth = t, sc, w
+			}
+			if rest == 0 && pk.tookAll() {
+				break // it takes every pod: dearer types (later) cannot do better
 			}
 		}
 		if best < 0 {
@@ -359,7 +366,20 @@ func (pk *packer) tail(whole bool) []*bin {
 // candidates returns the types the template allows that no other allowed
 // type matches in every requested resource for no more money, cheapest first.
 func (pk *packer) candidates() []int {
-	return pk.undominated(pk.tmpl.reqMask, pk.price)
+	if pk.cands == nil {
+		pk.cands = pk.undominated(pk.tmpl.reqMask, pk.price)
+	}
+	return pk.cands
+}
+
+// tookAll reports whether the last fill took every pod left.
+func (pk *packer) tookAll() bool {
+	for i, sh := range pk.shapes {
+		if pk.took[i] < len(sh.pods) {
+			return false
+		}
+	}
+	return true
 }
 
 // holding returns the cheapest type of a template claim with room for

@@ -203,7 +203,7 @@ func (pk *packer) claimCandidates(c *claim, cache map[string][]int) []int {
 // type of set matches in every requested resource for no more money,
 // cheapest first.
 func (pk *packer) undominated(set bitset.Set, price func(int) float64) []int {
-	var types []int
+	types := make([]int, 0, set.Count())
 	for t := set.First(); t >= 0; t = set.Next(t + 1) {
 		if !math.IsInf(price(t), 1) {
 			types = append(types, t)
