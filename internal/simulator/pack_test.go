@@ -49,6 +49,16 @@ func costRatioAtMost(max float64) func(*testing.T, *result) {
 	}
 }
 
+// costAtMost asserts that the plan costs at most max.
+func costAtMost(max float64) func(*testing.T, *result) {
+	return func(t *testing.T, r *result) {
+		t.Helper()
+		if got := r.plan.Cost(); got > max {
+			t.Errorf("plan costs $%.3f, want at most $%.3f", got, max)
+		}
+	}
+}
+
 // shapeTypes is a catalogue where cpu and memory are cheapest bought apart:
 // c (2 GiB per cpu) is the cheapest cpu and r (8 GiB per cpu) the cheapest
 // memory, while m (4 GiB per cpu) costs more than half a c and half an r.
@@ -109,6 +119,15 @@ func TestPackGeneric(t *testing.T) {
 	})
 }
 
+// genericFirstPart relabels the first fifth of karpenter-mix pods so that no
+// spread constraint selects them.
+func genericFirstPart(pods []*corev1.Pod) []*corev1.Pod {
+	for _, p := range pods[:len(pods)/5] {
+		p.Labels = map[string]string{"other": p.Labels["my-label"]}
+	}
+	return pods
+}
+
 func withoutGPU(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
@@ -131,6 +150,13 @@ func TestPackCostRatio(t *testing.T) {
 		// The bound sees neither the nodes hostname anti-affinity forces
 		// nor the zones the spread pins claims to.
 		"ec2-mix without the gpu pods, 1000 pods": {pools: general, pods: withoutGPU(ec2MixPods(1000)), claims: -1, check: costRatioAtMost(1.10)},
+		// karpenter-mix with its first part selected by no spread, so
+		// that it is generic and fills the claims the other parts open
+		// (201 nodes, $235.75 before generic pods chose those claims' types).
+		"karpenter-mix with a generic first part, 1000 pods": {
+			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), fakeTypes(400)...)},
+			pods:  genericFirstPart(karpenterMixPods(1000)), claims: 200, check: costAtMost(231.1),
+		},
 		"karpenter-mix generic part, 1000 pods": {
 			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), fakeTypes(400)...)},
 			pods:  karpenterMixPods(5000)[:1000], claims: -1, check: costRatioAtMost(1.01),
