@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/bitset"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
 )
 
@@ -44,9 +45,11 @@ func (s *solve) uncovered() (cpu, mem float64, ok bool) {
 // what they offer and every other type costs more. Claims are sized and grown
 // by comparing what a choice costs with what the room it adds is worth.
 
-// hullPoint is a type's allocatable cpu and memory per dollar.
+// hullPoint is a type's allocatable cpu and memory (c, m) and the same per
+// dollar (x, y).
 type hullPoint struct {
 	x, y float64
+	c, m float64
 	t    int // the type
 }
 
@@ -55,17 +58,78 @@ type hullPoint struct {
 func buildHull(p *pool) []hullPoint {
 	var pts []hullPoint
 	for t := p.viable.First(); t >= 0; t = p.viable.Next(t + 1) {
-		price := p.minPrice[t]
-		if price <= 0 || math.IsInf(price, 1) {
-			continue
-		}
 		a := p.effAlloc[t]
-		pts = append(pts, hullPoint{float64(a[resources.CPU]) / price, float64(a[resources.Memory]) / price, t})
+		if pt, ok := newHullPoint(t, float64(a[resources.CPU]), float64(a[resources.Memory]), p.minPrice[t]); ok {
+			pts = append(pts, pt)
+		}
 	}
+	return upperHull(pts)
+}
+
+func newHullPoint(t int, c, m, price float64) (hullPoint, bool) {
+	if price <= 0 || math.IsInf(price, 1) {
+		return hullPoint{}, false
+	}
+	return hullPoint{x: c / price, y: m / price, c: c, m: m, t: t}, true
+}
+
+// clippedHull is the hull of the capacity per dollar of the types in set,
+// each type's capacity clipped (clip) to what pods whose memory per cpu lies
+// between lo and hi can fill. buf is scratch for the points; it is returned
+// for reuse.
+func clippedHull(p *pool, set bitset.Set, price func(int) float64, lo, hi float64, buf []hullPoint) (hull, _ []hullPoint) {
+	if n := set.Count(); cap(buf) < n {
+		buf = make([]hullPoint, 0, n)
+	}
+	pts := buf[:0]
+	for t := set.First(); t >= 0; t = set.Next(t + 1) {
+		a := p.effAlloc[t]
+		c, m := clip(float64(a[resources.CPU]), float64(a[resources.Memory]), lo, hi)
+		if pt, ok := newHullPoint(t, c, m, price(t)); ok {
+			pts = append(pts, pt)
+		}
+	}
+	return upperHull(pts), pts
+}
+
+// clip returns how much of cpu c and memory m pods whose memory per cpu lies
+// between lo and hi can fill, however they are mixed: no more cpu than m/lo,
+// no more memory than c×hi. Without the clip a compute-optimised type whose
+// shape no pod has looks cheapest, and every such node strands cpu.
+func clip(c, m, lo, hi float64) (float64, float64) {
+	if lo > 0 && !math.IsInf(lo, 1) {
+		c = min(c, m/lo)
+	}
+	if hi > 0 && !math.IsInf(hi, 1) {
+		m = min(m, c*hi)
+	}
+	return c, m
+}
+
+// widen extends the range [lo, hi] of memory per cpu to a request's.
+func widen(lo, hi float64, req resources.Vector) (float64, float64) {
+	c, m := float64(req[resources.CPU]), float64(req[resources.Memory])
+	switch {
+	case c <= 0 && m <= 0:
+	case c <= 0:
+		hi = math.Inf(1)
+	case m <= 0:
+		lo = 0
+	default:
+		lo, hi = min(lo, m/c), max(hi, m/c)
+	}
+	return lo, hi
+}
+
+// upperHull returns the part of the points' convex hull that no other point
+// dominates, from the highest y to the highest x. It reorders pts.
+func upperHull(pts []hullPoint) []hullPoint {
 	if len(pts) == 0 {
 		return nil
 	}
-	slices.SortFunc(pts, func(a, b hullPoint) int { return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(b.y, a.y)) })
+	slices.SortFunc(pts, func(a, b hullPoint) int {
+		return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(b.y, a.y), cmp.Compare(a.t, b.t))
+	})
 	// Monotone chain for the upper hull, then keep the part from the highest
 	// y to the highest x: the rest is dominated.
 	var hull []hullPoint
@@ -117,16 +181,15 @@ func resourcePrices(hull []hullPoint, cpu, mem float64) (pc, pm float64) {
 	return 1 / last.x, 0
 }
 
-// lpMix returns the cheapest fractional mix of at most two types covering
-// cpu and mem: type a in amount xa and type b (or -1) in amount xb.
-func lpMix(p *pool, cpu, mem float64) (a int, xa float64, b int, xb float64) {
-	hull := p.hull
+// lpMix returns the cheapest fractional mix of at most two of the hull's
+// types covering cpu and mem: type a in amount xa and type b (or -1) in
+// amount xb.
+func lpMix(hull []hullPoint, cpu, mem float64) (a int, xa float64, b int, xb float64) {
 	if len(hull) == 0 || cpu <= 0 && mem <= 0 {
 		return -1, 0, -1, 0
 	}
 	single := func(h hullPoint) (int, float64, int, float64) {
-		c, m := float64(p.effAlloc[h.t][resources.CPU]), float64(p.effAlloc[h.t][resources.Memory])
-		return h.t, max(cpu/c, mem/m), -1, 0
+		return h.t, max(cpu/h.c, mem/h.m), -1, 0
 	}
 	first, last := hull[0], hull[len(hull)-1]
 	switch {
@@ -138,14 +201,12 @@ func lpMix(p *pool, cpu, mem float64) (a int, xa float64, b int, xb float64) {
 	for i := 1; i < len(hull); i++ {
 		ha, hb := hull[i-1], hull[i]
 		if mem/cpu >= hb.y/hb.x {
-			ca, ma := float64(p.effAlloc[ha.t][resources.CPU]), float64(p.effAlloc[ha.t][resources.Memory])
-			cb, mb := float64(p.effAlloc[hb.t][resources.CPU]), float64(p.effAlloc[hb.t][resources.Memory])
-			det := ca*mb - cb*ma
+			det := ha.c*hb.m - hb.c*ha.m
 			if det == 0 {
 				return single(ha)
 			}
-			xa = (cpu*mb - cb*mem) / det
-			xb = (ca*mem - cpu*ma) / det
+			xa = (cpu*hb.m - hb.c*mem) / det
+			xb = (ha.c*mem - cpu*ha.m) / det
 			return ha.t, max(xa, 0), hb.t, max(xb, 0)
 		}
 	}

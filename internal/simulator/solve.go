@@ -60,6 +60,7 @@ type solve struct {
 	slackSum    resources.Vector             // room left in the open claims' targets
 	ownNodeLeft int                          // pods not placed yet that need a node of their own
 	sigLeft     map[*podSig]resources.Vector // requests of the pods not placed yet, per signature
+	hullBuf     []hullPoint                  // scratch (clippedHull)
 }
 
 // poolState is what a solve uses up of a NodePool's limits.
