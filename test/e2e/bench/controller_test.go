@@ -85,7 +85,7 @@ func (p *controllerProcess) stop(b *testing.B) usage {
 	if !ok {
 		b.Fatal("no resource usage for the controller process")
 	}
-	cpu := time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Seconds()
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	return usage{cpuSeconds: cpu, peakRSSMB: float64(ru.Maxrss) / 1024} // Maxrss is in KiB on Linux
 }
 
