@@ -8,7 +8,7 @@ CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
 # or untracked file under these paths.
 PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
 
-.PHONY: all build generate verify test test-unit bench controlplane up clean
+.PHONY: all build generate verify test test-unit bench bench-e2e controlplane demo up clean
 
 all: build
 
@@ -38,6 +38,9 @@ bench: ## Run the simulator benchmarks
 
 demo: build controlplane ## Watch Dovetail launch, price and drain nodes on a local cluster (about a minute)
 	bin/dovetail demo
+
+bench-e2e: controlplane ## Run the end-to-end benchmarks on the local control plane
+	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
 
 up: build controlplane ## Run a local cluster with Dovetail until interrupted
 	bin/dovetail up
