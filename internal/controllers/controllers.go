@@ -66,7 +66,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		provisioner,
 		provisioning.NewPodTrigger(provisioner),
 		provisioning.NewNodeTrigger(provisioner),
-		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, opts.Lifecycle),
+		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, d.Cluster, opts.Lifecycle),
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
 		evictions,
 		termination.NewNodeController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, evictions),

@@ -17,9 +17,15 @@ import (
 // bound, not preempting (no nominated node), not owned by a DaemonSet and not
 // a mirror pod. These are the pods that trigger provisioning.
 func IsProvisionable(pod *corev1.Pod) bool {
+	return pod.Status.NominatedNodeName == "" && IsUnschedulable(pod)
+}
+
+// IsUnschedulable is IsProvisionable without the nomination check: a pod
+// the kube-scheduler could not place, whether or not it is nominated to a
+// node (by preemption, or by Dovetail for a node it launched).
+func IsUnschedulable(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName == "" &&
 		pod.DeletionTimestamp == nil &&
-		pod.Status.NominatedNodeName == "" &&
 		!IsTerminal(pod) &&
 		!IsOwnedByDaemonSet(pod) &&
 		!IsMirror(pod) &&

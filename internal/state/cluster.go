@@ -37,6 +37,9 @@ type Cluster struct {
 	marked map[string]bool
 	// nominated holds, per node name, when its latest nomination expires.
 	nominated map[string]time.Time
+	// planned holds, per NodeClaim name, the pods it was launched for, so
+	// that registration can nominate them onto its node.
+	planned map[string][]types.NamespacedName
 }
 
 // stateEntry is the stored form of a StateNode.
@@ -57,6 +60,7 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		daemonSets: map[types.NamespacedName]*appsv1.DaemonSet{},
 		marked:     map[string]bool{},
 		nominated:  map[string]time.Time{},
+		planned:    map[string][]types.NamespacedName{},
 	}
 }
 
@@ -129,6 +133,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 		return
 	}
 	delete(c.claimNames, name)
+	delete(c.planned, name)
 	if e := c.entries[id]; e != nil {
 		e.nodeClaim = nil
 		if e.node == nil {
@@ -138,23 +143,31 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	}
 }
 
-// UpdatePod records a pod: bound and not terminal pods count on their node.
-// Only informers call it.
+// UpdatePod records a pod. Bound, not terminal pods count on their node; so
+// do pending pods nominated to a node (status.nominatedNodeName), because the
+// kube-scheduler keeps room for them there. Only informers call it.
 func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := keyOf(pod)
 	c.unbind(key)
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
-	pods := c.podsByNode[pod.Spec.NodeName]
+	node := pod.Spec.NodeName
+	if node == "" && pod.DeletionTimestamp == nil {
+		node = pod.Status.NominatedNodeName
+	}
+	if node == "" {
+		return
+	}
+	pods := c.podsByNode[node]
 	if pods == nil {
 		pods = map[podKey]*corev1.Pod{}
-		c.podsByNode[pod.Spec.NodeName] = pods
+		c.podsByNode[node] = pods
 	}
 	pods[key] = pod
-	c.podNode[key] = pod.Spec.NodeName
+	c.podNode[key] = node
 }
 
 // DeletePod forgets a pod. Only informers call it.
@@ -259,6 +272,29 @@ func (c *Cluster) NominateNodeForPod(nodeName string, window time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nominated[nodeName] = c.clock.Now().Add(window)
+}
+
+// RecordPlannedPods remembers which pods a new NodeClaim was launched for.
+func (c *Cluster) RecordPlannedPods(nodeClaim string, pods []types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.planned[nodeClaim] = pods
+}
+
+// PlannedPods returns the pods a NodeClaim was launched for, if this process
+// launched it (the plan is not persisted: after a restart it is unknown).
+func (c *Cluster) PlannedPods(nodeClaim string) []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.planned[nodeClaim])
+}
+
+// HasNode reports whether a Node of that name is in the model.
+func (c *Cluster) HasNode(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.nodeNames[name]
+	return ok
 }
 
 // Nodes returns a copy of every machine in the model, sorted by name.

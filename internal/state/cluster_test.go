@@ -109,6 +109,30 @@ func TestClusterBookkeeping(t *testing.T) {
 			},
 			want: []summary{{Name: "node-a", HasNode: true}, {Name: "node-b", HasNode: true, Pods: []string{"p1"}}},
 		},
+		"a pending pod nominated to a node counts there, until it is deleted or bound elsewhere": {
+			steps: []func(*Cluster){
+				func(c *Cluster) { c.UpdateNode(node("node-a", "kwok://a")) },
+				func(c *Cluster) { c.UpdateNode(node("node-b", "kwok://b")) },
+				func(c *Cluster) {
+					p := pod("p1", "", corev1.PodPending)
+					p.Status.NominatedNodeName = "node-a"
+					c.UpdatePod(p)
+				},
+				func(c *Cluster) {
+					p := pod("p2", "", corev1.PodPending)
+					p.Status.NominatedNodeName = "node-a"
+					now := metav1.Now()
+					p.DeletionTimestamp = &now
+					c.UpdatePod(p)
+				},
+				func(c *Cluster) {
+					p := pod("p3", "node-b", corev1.PodRunning)
+					p.Status.NominatedNodeName = "node-a"
+					c.UpdatePod(p)
+				},
+			},
+			want: []summary{{Name: "node-a", HasNode: true, Pods: []string{"p1"}}, {Name: "node-b", HasNode: true, Pods: []string{"p3"}}},
+		},
 		"node deleted keeps its claim; claim deleted removes the machine": {
 			steps: []func(*Cluster){
 				func(c *Cluster) { c.UpdateNodeClaim(claim("nc-1", "kwok://a")) },
@@ -158,6 +182,24 @@ func TestInFlightClaimView(t *testing.T) {
 	}
 	if got := n.Allocatable()[corev1.ResourceCPU]; got.String() != "1" {
 		t.Errorf("unlaunched claim allocatable cpu = %s, want its requests (1)", got.String())
+	}
+}
+
+func TestPlannedPods(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	planned := []types.NamespacedName{{Namespace: "ns", Name: "p1"}, {Namespace: "ns", Name: "p2"}}
+	c.RecordPlannedPods("nc-1", planned)
+	c.UpdateNodeClaim(claim("nc-1", ""))
+	if diff := cmp.Diff(planned, c.PlannedPods("nc-1")); diff != "" {
+		t.Errorf("planned pods mismatch (-want +got):\n%s", diff)
+	}
+	c.DeleteNodeClaim("nc-1")
+	if got := c.PlannedPods("nc-1"); got != nil {
+		t.Errorf("planned pods kept after the claim was deleted: %v", got)
+	}
+	c.UpdateNode(node("node-a", "kwok://a"))
+	if !c.HasNode("node-a") || c.HasNode("node-b") {
+		t.Errorf("HasNode(node-a)=%v HasNode(node-b)=%v", c.HasNode("node-a"), c.HasNode("node-b"))
 	}
 }
 

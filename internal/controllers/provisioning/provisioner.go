@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -192,8 +194,11 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	}
 	var pods []*corev1.Pod
 	for i := range list.Items {
-		if podutil.IsProvisionable(&list.Items[i]) {
-			pods = append(pods, &list.Items[i])
+		pod := &list.Items[i]
+		// A pod nominated to a node that does not exist (its NodeClaim
+		// failed before the node registered) needs capacity again.
+		if podutil.IsProvisionable(pod) || (podutil.IsUnschedulable(pod) && !p.cluster.HasNode(pod.Status.NominatedNodeName)) {
+			pods = append(pods, pod)
 		}
 	}
 	for _, n := range snapshot.Nodes {
@@ -246,6 +251,10 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	for _, u := range plan.Unschedulable {
 		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
 	}
+	// Hand the plan to the scheduler only when the pods differ: when they
+	// all come from one workload, any placement is as good as the plan and
+	// the hints would only cost a status write per pod.
+	hint := workloads(plan.NewNodeClaims) > 1
 	errs := make([]error, len(plan.NewNodeClaims))
 	workqueue.ParallelizeUntil(ctx, 10, len(plan.NewNodeClaims), func(i int) {
 		claim := plan.NewNodeClaims[i]
@@ -257,6 +266,13 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
 		p.cluster.NominateNodeForPod(nc.Name, window)
+		if hint {
+			planned := make([]types.NamespacedName, 0, len(claim.Pods))
+			for _, pod := range claim.Pods {
+				planned = append(planned, client.ObjectKeyFromObject(pod))
+			}
+			p.cluster.RecordPlannedPods(nc.Name, planned)
+		}
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
 			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
 			"instanceTypes", instanceTypeSummary(claim.InstanceTypes), "price", claim.Price)
@@ -265,6 +281,21 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// workloads counts the distinct controllers (or lone pods) of the claims' pods.
+func workloads(claims []*simulator.NewNodeClaim) int {
+	owners := map[types.UID]struct{}{}
+	for _, claim := range claims {
+		for _, pod := range claim.Pods {
+			owner := pod.UID
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				owner = ref.UID
+			}
+			owners[owner] = struct{}{}
+		}
+	}
+	return len(owners)
 }
 
 // render builds the NodeClaim of a planned claim: the pool's template plus

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
 
 func TestPodTriggerFiresOncePerPendingPod(t *testing.T) {
@@ -39,5 +41,36 @@ func TestPodTriggerFiresOncePerPendingPod(t *testing.T) {
 		if got := s.do(); got != s.want {
 			t.Errorf("%s: triggered %v, want %v", s.name, got, s.want)
 		}
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	owned := func(name, owner string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
+		if owner != "" {
+			controller := true
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner), Controller: &controller}}
+		}
+		return p
+	}
+	cases := map[string]struct {
+		claims [][]*corev1.Pod
+		want   int
+	}{
+		"one deployment over several claims": {claims: [][]*corev1.Pod{{owned("a", "rs1"), owned("b", "rs1")}, {owned("c", "rs1")}}, want: 1},
+		"two workloads":                      {claims: [][]*corev1.Pod{{owned("a", "rs1")}, {owned("b", "rs2")}}, want: 2},
+		"lone pods count one each":           {claims: [][]*corev1.Pod{{owned("a", ""), owned("b", "")}}, want: 2},
+		"no claims":                          {want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var claims []*simulator.NewNodeClaim
+			for _, pods := range tc.claims {
+				claims = append(claims, &simulator.NewNodeClaim{Pods: pods})
+			}
+			if got := workloads(claims); got != tc.want {
+				t.Errorf("workloads = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -47,6 +47,9 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if firstRegistration && !hasTaint(node.Spec.Taints, v1.UnregisteredTaintKey) {
 		c.recorder.Publish(unregisteredTaintMissingEvent(node))
 	}
+	if firstRegistration {
+		c.nominate(ctx, nc, node)
+	}
 	syncNode(node, nc, firstRegistration)
 	if !equality.Semantic.DeepEqual(stored, node) {
 		if err := c.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
