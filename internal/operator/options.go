@@ -40,6 +40,13 @@ type Options struct {
 	// (controller names are otherwise unique per process), as the demo and
 	// the restart tests do. Not a flag.
 	AllowRestart bool
+
+	// DisruptionValidationDelay is how long a consolidation or emptiness
+	// decision waits before it is re-simulated and carried out.
+	DisruptionValidationDelay time.Duration
+	// DisruptionReplacementTimeout rolls a disruption command back when its
+	// replacement nodes are not initialized in time.
+	DisruptionReplacementTimeout time.Duration
 }
 
 // envNames maps flags to the environment variables that may set them.
@@ -61,6 +68,9 @@ func envNames() map[string]string {
 		"min-values-policy":         "MIN_VALUES_POLICY",
 		"registration-timeout":      "REGISTRATION_TIMEOUT",
 		"feature-gates":             "FEATURE_GATES",
+
+		"disruption-validation-delay":    "DISRUPTION_VALIDATION_DELAY",
+		"disruption-replacement-timeout": "DISRUPTION_REPLACEMENT_TIMEOUT",
 	}
 }
 
@@ -82,6 +92,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MinValuesPolicy, "min-values-policy", string(simulator.MinValuesStrict), "Strict or BestEffort handling of requirements' minValues [MIN_VALUES_POLICY]")
 	fs.DurationVar(&o.RegistrationTimeout, "registration-timeout", 15*time.Minute, "delete a NodeClaim whose node has not registered this long after launch [REGISTRATION_TIMEOUT]")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs, e.g. SpotToSpotConsolidation=true [FEATURE_GATES]")
+	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
+	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 }
 
 // ApplyEnvironment sets every flag that was not given on the command line
@@ -146,6 +158,12 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-timeout must be positive"))
+	}
+	if o.DisruptionValidationDelay < 0 {
+		errs = append(errs, fmt.Errorf("--disruption-validation-delay must not be negative"))
+	}
+	if o.DisruptionReplacementTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--disruption-replacement-timeout must be positive"))
 	}
 	if _, err := o.Gates(); err != nil {
 		errs = append(errs, err)
