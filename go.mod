@@ -20,6 +20,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/robfig/cron/v3 v3.0.1 // indirect
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
