@@ -66,7 +66,7 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 	if sim.failed != "" {
 		return nil, noCheaperMessage + ": " + sim.failed
 	}
-	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price}
+	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price, Plan: sim.plan}
 	switch len(sim.replacements) {
 	case 0:
 		return cmd, ""

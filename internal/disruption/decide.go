@@ -25,10 +25,18 @@ func Decide(in Input, opts Options) Outcome {
 			consolidation = p.consolidationCandidates()
 			return p.multiNode(consolidation)
 		}},
-		{MethodSingleNode, func() *Command { return p.singleNode(consolidation, runtime.GOMAXPROCS(0)) }},
+		{MethodSingleNode, func() *Command {
+			if consolidation == nil {
+				consolidation = p.consolidationCandidates()
+			}
+			return p.singleNode(consolidation, runtime.GOMAXPROCS(0))
+		}},
 	}
 	for _, m := range methods {
 		if in.SkipConsolidation && (m.method == MethodMultiNode || m.method == MethodSingleNode) {
+			continue
+		}
+		if len(opts.Methods) > 0 && !slices.Contains(opts.Methods, m.method) {
 			continue
 		}
 		start := p.started()

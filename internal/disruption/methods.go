@@ -96,7 +96,7 @@ func (p *pass) drift() *Command {
 			p.block(c.StateNode, ReasonDisruptionBlocked, "Drifted node cannot be replaced: "+sim.failed)
 			continue
 		}
-		cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Candidate{c}, PriceBefore: c.Price}
+		cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Candidate{c}, PriceBefore: c.Price, Plan: sim.plan}
 		for _, claim := range sim.replacements {
 			cmd.Replacements = append(cmd.Replacements, &Replacement{NodePool: p.pools[claim.NodePool].np, Claim: claim})
 			cmd.PriceAfter += claim.Price

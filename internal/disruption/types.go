@@ -60,6 +60,9 @@ type Options struct {
 	SpotToSpotConsolidation bool
 	// Simulator tunes the scheduling simulations.
 	Simulator simulator.Options
+	// Methods restricts Decide to these methods (tried in the usual order);
+	// every method when empty.
+	Methods []Method
 	// MaxMultiNodeCandidates bounds the multi-node search; 100 when zero.
 	MaxMultiNodeCandidates int
 	// Clock and the timeouts bound consolidation's search: when the time
@@ -188,6 +191,9 @@ type Command struct {
 	// PriceBefore is the hourly price of the candidates (those with a known
 	// price); PriceAfter that of the cheapest option of each replacement.
 	PriceBefore, PriceAfter float64
+	// Plan is the simulation that justified the command: where the
+	// candidates' pods go. Nil for commands of empty nodes.
+	Plan *simulator.Plan
 }
 
 // Decision says whether the command deletes or replaces.
