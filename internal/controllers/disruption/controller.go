@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +64,9 @@ type Controller struct {
 	queue         *Queue
 	opts          Options
 
+	// logger is the manager's: Start's context may carry the process-wide
+	// logger instead when several managers run in one process.
+	logger    logr.Logger
 	recovered bool
 	// pending is a command waiting for its validation delay.
 	pending    *disruption.Command
@@ -85,14 +89,21 @@ func NewController(clk clock.WithTicker, kubeClient client.Client, cluster *stat
 func (c *Controller) Name() string { return "disruption" }
 
 // Register adds the loop to the manager.
-func (c *Controller) Register(_ context.Context, mgr manager.Manager) error { return mgr.Add(c) }
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	c.logger = mgr.GetLogger().WithName("disruption")
+	return mgr.Add(c)
+}
 
 // NeedLeaderElection makes the loop run on the leader only.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Start runs passes until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	logger := c.logger
+	if logger.GetSink() == nil {
+		logger = log.FromContext(ctx).WithName("disruption")
+	}
+	ctx = log.IntoContext(ctx, logger)
 	for {
 		wait, err := c.Reconcile(ctx)
 		if err != nil {

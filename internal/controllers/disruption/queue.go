@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,6 +74,7 @@ type Queue struct {
 	timeout    time.Duration
 	nominate   time.Duration
 
+	logger   logr.Logger // the manager's; see Controller.logger
 	mu       sync.Mutex
 	commands map[string]*command  // by id
 	finished map[string]time.Time // candidate NodeClaim -> when its command finished
@@ -94,14 +96,21 @@ func NewQueue(clk clock.WithTicker, kubeClient client.Client, cluster *state.Clu
 func (q *Queue) Name() string { return "disruption.queue" }
 
 // Register adds the queue's loop to the manager.
-func (q *Queue) Register(_ context.Context, mgr manager.Manager) error { return mgr.Add(q) }
+func (q *Queue) Register(_ context.Context, mgr manager.Manager) error {
+	q.logger = mgr.GetLogger().WithName("disruption-queue")
+	return mgr.Add(q)
+}
 
 // NeedLeaderElection makes the queue run on the leader only.
 func (q *Queue) NeedLeaderElection() bool { return true }
 
 // Start checks on the commands every second (or when one starts) until ctx ends.
 func (q *Queue) Start(ctx context.Context) error {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption-queue"))
+	logger := q.logger
+	if logger.GetSink() == nil {
+		logger = log.FromContext(ctx).WithName("disruption-queue")
+	}
+	ctx = log.IntoContext(ctx, logger)
 	for {
 		if err := q.Reconcile(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "Carrying out disruption commands")
@@ -383,7 +392,10 @@ func (q *Queue) finish(ctx context.Context, cmd *command) error {
 		if !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := q.kubeClient.Delete(ctx, nc); err != nil {
+		// The precondition keeps a stale cached copy from counting twice.
+		if err := q.kubeClient.Delete(ctx, nc, client.Preconditions{UID: &nc.UID, ResourceVersion: &nc.ResourceVersion}); err != nil {
+			// A conflict (it changed, or is already being deleted) is
+			// retried on a fresh copy at the next step.
 			errs = append(errs, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s: %w", c.claim, err)))
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -90,7 +91,12 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	if err := c.setDisruptionReason(ctx, nc, now); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := c.kubeClient.Delete(ctx, nc); err != nil {
+	// The precondition makes a reconcile on a stale copy (already deleted
+	// by an earlier pass) a no-op rather than a second count.
+	if err := c.kubeClient.Delete(ctx, nc, client.Preconditions{UID: &nc.UID, ResourceVersion: &nc.ResourceVersion}); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting expired nodeclaim: %w", err))
 	}
 	pool := nc.Labels[v1.NodePoolLabelKey]
