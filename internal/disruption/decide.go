@@ -94,7 +94,7 @@ func (p *pass) budgetStatuses() []BudgetStatus {
 		}
 		for _, reason := range budgetedReasons {
 			b := p.budget(name, reason)
-			out = append(out, BudgetStatus{NodePool: pi.np, Reason: reason, Allowed: b.allowed, Eligible: b.eligible, Blocked: b.blocked, Err: b.err})
+			out = append(out, BudgetStatus{NodePool: pi.np, Reason: reason, Allowed: b.allowed, Nodes: p.numNodes[name], Eligible: b.eligible, Blocked: b.blocked, Err: b.err})
 		}
 	}
 	return out

@@ -289,6 +289,8 @@ type BudgetStatus struct {
 	// Allowed is how many more nodes may be disrupted (Unlimited when no
 	// budget applies).
 	Allowed int
+	// Nodes counts the pool's initialized nodes (what percentages are of).
+	Nodes int
 	// Eligible counts the pool's candidates for the reason.
 	Eligible int
 	// Blocked is set when the budget turned a candidate away in this pass.

@@ -220,11 +220,8 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 		c.recorder.Publish(invalidAnnotationEvent(a.Pod))
 	}
 	for _, b := range out.Budgets {
-		allowed := float64(b.Allowed)
-		if b.Allowed == disruption.Unlimited {
-			allowed = float64(b.Eligible)
-		}
-		c.metrics.DisruptionAllowed.WithLabelValues(b.NodePool.Name, metricReason(b.Reason)).Set(allowed)
+		// No active budget allows every node of the pool.
+		c.metrics.DisruptionAllowed.WithLabelValues(b.NodePool.Name, metricReason(b.Reason)).Set(float64(min(b.Allowed, b.Nodes)))
 		switch {
 		case b.Err != nil:
 			c.recorder.Publish(invalidBudgetEvent(b.NodePool, b.Reason, b.Err))
