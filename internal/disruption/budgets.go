@@ -24,7 +24,9 @@ func DefaultBudget() v1.Budget {
 
 // cronParser parses the standard five-field cron expressions and the
 // @daily-style descriptors the API's pattern admits.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+func cronParser() cron.Parser {
+	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+}
 
 // BudgetIsActive reports whether a budget applies at now. A budget without
 // a schedule always applies; one with a schedule applies for its duration
@@ -38,7 +40,7 @@ func BudgetIsActive(b v1.Budget, now time.Time) (bool, error) {
 	if b.Schedule == nil || b.Duration == nil {
 		return false, fmt.Errorf("budget must set both schedule and duration, or neither")
 	}
-	schedule, err := cronParser.Parse(*b.Schedule)
+	schedule, err := cronParser().Parse(*b.Schedule)
 	if err != nil {
 		return false, fmt.Errorf("parsing budget schedule %q: %w", *b.Schedule, err)
 	}

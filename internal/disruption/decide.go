@@ -92,7 +92,7 @@ func (p *pass) budgetStatuses() []BudgetStatus {
 		if pi.np.DeletionTimestamp != nil {
 			continue
 		}
-		for _, reason := range budgetedReasons {
+		for _, reason := range budgetedReasons() {
 			b := p.budget(name, reason)
 			out = append(out, BudgetStatus{NodePool: pi.np, Reason: reason, Allowed: b.allowed, Nodes: p.numNodes[name], Eligible: b.eligible, Blocked: b.blocked, Err: b.err})
 		}

@@ -19,7 +19,9 @@ import (
 // budgetedReasons are the reasons budgets are reported for. Expiration is
 // forceful and not budgeted (v1 semantics), so Expired is accepted in
 // budgets but constrains nothing.
-var budgetedReasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
+func budgetedReasons() []v1.DisruptionReason {
+	return []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
+}
 
 // poolInfo is a NodePool with its instance types by name.
 type poolInfo struct {

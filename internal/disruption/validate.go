@@ -22,6 +22,7 @@ type ValidationError struct {
 	Message string
 }
 
+// Error says which validation failed and why.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s validation failed: %s", e.Kind, e.Message)
 }

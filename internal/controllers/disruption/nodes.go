@@ -14,10 +14,14 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// voluntaryReasons are the DisruptionReason values this controller writes
+// voluntaryReason reports a DisruptionReason value this controller writes
 // and may therefore clear; Expired belongs to the expiration controller.
-var voluntaryReasons = []string{
-	string(v1.DisruptionReasonEmpty), string(v1.DisruptionReasonDrifted), string(v1.DisruptionReasonUnderutilized),
+func voluntaryReason(reason string) bool {
+	switch v1.DisruptionReason(reason) {
+	case v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized:
+		return true
+	}
+	return false
 }
 
 func hasDisruptedTaint(node *corev1.Node) bool {
@@ -101,5 +105,5 @@ func clearDisruptionReason(ctx context.Context, c client.Client, name string) er
 // ownDisruptionReason reports a DisruptionReason condition this controller wrote.
 func ownDisruptionReason(nc *v1.NodeClaim) bool {
 	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
-	return cond != nil && slices.Contains(voluntaryReasons, cond.Reason)
+	return cond != nil && voluntaryReason(cond.Reason)
 }
