@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
@@ -22,7 +23,13 @@ import (
 // pool's hourly price drops.
 func TestScaleDownConsolidates(t *testing.T) {
 	const pool = "consolidate"
-	startDisruption(t, disruptionPool(pool, "5s", nodeBudget("50%")))
+	// Nodes of at most 4 cpu, so that 100 replicas need many of them and
+	// 20 need few: prices are about linear in size, so with large nodes a
+	// cheaper cluster need not have fewer nodes.
+	np := disruptionPool(pool, "5s", nodeBudget("50%"))
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceCPU, Operator: corev1.NodeSelectorOpLt, Values: []string{"5"}})
+	startDisruption(t, np)
 	ns := testEnv.Namespace(t)
 	const app, minAvailable = "inflate", 18
 	create(t, onPool(deployment(ns, app, 100, "500m", "512Mi"), pool))
