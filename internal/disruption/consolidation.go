@@ -62,7 +62,7 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 		allSpot = allSpot && c.CapacityType == v1.CapacityTypeSpot
 	}
 	one := 1
-	sim := p.simulate(cands, nil, &one, price)
+	sim := p.simulate(cands, nil, &one, price, false)
 	if sim.failed != "" {
 		return nil, noCheaperMessage + ": " + sim.failed
 	}

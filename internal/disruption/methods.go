@@ -91,7 +91,7 @@ func (p *pass) drift() *Command {
 				avoid = append(avoid, name)
 			}
 		}
-		sim := p.simulate([]*Candidate{c}, avoid, nil, 0)
+		sim := p.simulate([]*Candidate{c}, avoid, nil, 0, true)
 		if sim.failed != "" {
 			p.block(c.StateNode, ReasonDisruptionBlocked, "Drifted node cannot be replaced: "+sim.failed)
 			continue

@@ -24,9 +24,11 @@ type simulation struct {
 // NodeClaims (nil: no cap) strictly cheaper than maxPrice (0: no cap).
 // Only the candidates' pods must be placed; new claims that hold none of
 // them are left to provisioning.
-func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxPrice float64) simulation {
+// Without explain, a failure names the pod but not why it fits nowhere,
+// which is much cheaper to find out.
+func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxPrice float64, explain bool) simulation {
 	own := map[*corev1.Pod]bool{}
-	req := simulator.Request{MaxNewNodeClaims: maxClaims, MaxNewNodeClaimPrice: maxPrice, AvoidNodes: avoid}
+	req := simulator.Request{MaxNewNodeClaims: maxClaims, MaxNewNodeClaimPrice: maxPrice, AvoidNodes: avoid, SkipReasons: !explain}
 	req.RemoveNodes = append(req.RemoveNodes, p.removed...)
 	for _, c := range cands {
 		req.RemoveNodes = append(req.RemoveNodes, c.Name())
@@ -40,7 +42,10 @@ func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxP
 	sim := simulation{plan: plan}
 	for _, u := range plan.Unschedulable {
 		if own[u.Pod] {
-			sim.failed = fmt.Sprintf("pod %s/%s cannot be rescheduled: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+			sim.failed = fmt.Sprintf("pod %s/%s cannot be rescheduled", u.Pod.Namespace, u.Pod.Name)
+			if u.Reason != "" {
+				sim.failed += ": " + u.Reason
+			}
 			break
 		}
 	}
