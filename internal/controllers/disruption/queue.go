@@ -58,6 +58,7 @@ type command struct {
 	replacements          []string
 	seen                  map[string]bool
 	nodeNames             map[string]string // replacement -> its Node, once registered
+	deleted               map[string]bool   // candidates this command deleted
 	started               time.Time
 	starting, rollingBack bool
 	rollbackWhy           string
@@ -187,7 +188,8 @@ func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error 
 	now := q.clock.Now()
 	cmd := &command{
 		id: fmt.Sprintf("%s-%d", dc.Candidates[0].NodeClaimName(), now.UnixNano()), reason: dc.Reason, method: dc.Method,
-		decision: dc.Decision(), explanation: dc.String(), seen: map[string]bool{}, nodeNames: map[string]string{}, started: now, starting: true,
+		decision: dc.Decision(), explanation: dc.String(), started: now, starting: true,
+		seen: map[string]bool{}, nodeNames: map[string]string{}, deleted: map[string]bool{},
 	}
 	for _, c := range dc.Candidates {
 		cmd.candidates = append(cmd.candidates, candidateRef{claim: c.NodeClaimName(), node: c.Name(), providerID: c.ProviderID(), pool: c.NodePool.Name})
@@ -389,16 +391,14 @@ func (q *Queue) finish(ctx context.Context, cmd *command) error {
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
-		if !nc.DeletionTimestamp.IsZero() {
-			continue
+		if !nc.DeletionTimestamp.IsZero() || cmd.deleted[c.claim] {
+			continue // a retry after a partial failure counts each node once
 		}
-		// The precondition keeps a stale cached copy from counting twice.
-		if err := q.kubeClient.Delete(ctx, nc, client.Preconditions{UID: &nc.UID, ResourceVersion: &nc.ResourceVersion}); err != nil {
-			// A conflict (it changed, or is already being deleted) is
-			// retried on a fresh copy at the next step.
+		if err := q.kubeClient.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); err != nil {
 			errs = append(errs, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s: %w", c.claim, err)))
 			continue
 		}
+		cmd.deleted[c.claim] = true
 		q.metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.reason), c.pool).Inc()
 		q.publish(ctx, c, func(obj client.Object, name string) events.Event { return terminatingEvent(obj, name, cmd) })
 	}

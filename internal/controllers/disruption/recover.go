@@ -79,7 +79,8 @@ func (q *Queue) Recover(ctx context.Context) error {
 	slices.Sort(keys)
 	now := q.clock.Now()
 	for _, value := range keys {
-		cmd := &command{decision: disruption.DecisionReplace, replacements: groups[value], seen: map[string]bool{}, nodeNames: map[string]string{}, started: now}
+		cmd := &command{decision: disruption.DecisionReplace, replacements: groups[value], seen: map[string]bool{}, nodeNames: map[string]string{},
+			deleted: map[string]bool{}, started: now}
 		for _, name := range strings.Split(value, ",") {
 			nc := byName[name]
 			if nc == nil || !nc.DeletionTimestamp.IsZero() || !ownDisruptionReason(nc) {
