@@ -16,6 +16,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
@@ -68,7 +69,7 @@ func (o *KwokOptions) providerOptions() (kwok.Options, error) {
 func ControllerOptions(o operator.Options) controllers.Options {
 	life := lifecycle.DefaultOptions()
 	life.RegistrationTimeout = o.RegistrationTimeout
-	return controllers.Options{
+	opts := controllers.Options{
 		Provisioning: provisioning.Options{
 			BatchIdleDuration: o.BatchIdleDuration,
 			BatchMaxDuration:  o.BatchMaxDuration,
@@ -79,7 +80,15 @@ func ControllerOptions(o operator.Options) controllers.Options {
 		},
 		Lifecycle:         life,
 		GarbageCollection: garbagecollection.DefaultOptions(),
+		Disruption:        disruption.DefaultOptions(),
 	}
+	gates, _ := o.Gates() // validated with the options
+	opts.Disruption.ValidationDelay = o.DisruptionValidationDelay
+	opts.Disruption.ReplacementTimeout = o.DisruptionReplacementTimeout
+	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
+	opts.Disruption.NominationWindow = opts.Provisioning.NominationWindow()
+	opts.Disruption.Simulator = opts.Provisioning.Simulator
+	return opts
 }
 
 // RunWithKwok composes the kwok provider and every controller on the

@@ -59,32 +59,41 @@ type Options struct {
 	// (controller names are otherwise unique per process), as the demo and
 	// the restart tests do. Not a flag.
 	AllowRestart bool
+
+	// DisruptionValidationDelay is how long a consolidation or emptiness
+	// decision waits before it is re-simulated and carried out.
+	DisruptionValidationDelay time.Duration
+	// DisruptionReplacementTimeout rolls a disruption command back when its
+	// replacement nodes are not initialized in time.
+	DisruptionReplacementTimeout time.Duration
 }
 
 // envNames maps flags to the environment variables that may set them.
 func envNames() map[string]string {
 	return map[string]string{
-		"kubeconfig":                "KUBECONFIG",
-		"metrics-port":              "METRICS_PORT",
-		"health-probe-port":         "HEALTH_PROBE_PORT",
-		"log-level":                 "LOG_LEVEL",
-		"log-format":                "LOG_FORMAT",
-		"leader-elect":              "LEADER_ELECT",
-		"leader-election-namespace": "LEADER_ELECTION_NAMESPACE",
-		"leader-election-name":      "LEADER_ELECTION_NAME",
-		"kube-client-qps":           "KUBE_CLIENT_QPS",
-		"kube-client-burst":         "KUBE_CLIENT_BURST",
-		"batch-idle-duration":       "BATCH_IDLE_DURATION",
-		"batch-max-duration":        "BATCH_MAX_DURATION",
-		"preference-policy":         "PREFERENCE_POLICY",
-		"min-values-policy":         "MIN_VALUES_POLICY",
-		"registration-timeout":      "REGISTRATION_TIMEOUT",
-		"feature-gates":             "FEATURE_GATES",
-		"disable-webhook":           "DISABLE_WEBHOOK",
-		"webhook-port":              "WEBHOOK_PORT",
-		"webhook-service-name":      "WEBHOOK_SERVICE_NAME",
-		"webhook-service-namespace": "SYSTEM_NAMESPACE",
-		"webhook-cert-dir":          "WEBHOOK_CERT_DIR",
+		"kubeconfig":                     "KUBECONFIG",
+		"metrics-port":                   "METRICS_PORT",
+		"health-probe-port":              "HEALTH_PROBE_PORT",
+		"log-level":                      "LOG_LEVEL",
+		"log-format":                     "LOG_FORMAT",
+		"leader-elect":                   "LEADER_ELECT",
+		"leader-election-namespace":      "LEADER_ELECTION_NAMESPACE",
+		"leader-election-name":           "LEADER_ELECTION_NAME",
+		"kube-client-qps":                "KUBE_CLIENT_QPS",
+		"kube-client-burst":              "KUBE_CLIENT_BURST",
+		"batch-idle-duration":            "BATCH_IDLE_DURATION",
+		"batch-max-duration":             "BATCH_MAX_DURATION",
+		"preference-policy":              "PREFERENCE_POLICY",
+		"min-values-policy":              "MIN_VALUES_POLICY",
+		"registration-timeout":           "REGISTRATION_TIMEOUT",
+		"feature-gates":                  "FEATURE_GATES",
+		"disable-webhook":                "DISABLE_WEBHOOK",
+		"webhook-port":                   "WEBHOOK_PORT",
+		"webhook-service-name":           "WEBHOOK_SERVICE_NAME",
+		"webhook-service-namespace":      "SYSTEM_NAMESPACE",
+		"webhook-cert-dir":               "WEBHOOK_CERT_DIR",
+		"disruption-validation-delay":    "DISRUPTION_VALIDATION_DELAY",
+		"disruption-replacement-timeout": "DISRUPTION_REPLACEMENT_TIMEOUT",
 	}
 }
 
@@ -111,6 +120,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs, e.g. SpotToSpotConsolidation=true [FEATURE_GATES]")
+	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
+	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 }
 
 // ApplyEnvironment sets every flag that was not given on the command line
@@ -181,6 +192,12 @@ func (o *Options) Validate() error {
 	}
 	if o.RegistrationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-timeout must be positive"))
+	}
+	if o.DisruptionValidationDelay < 0 {
+		errs = append(errs, fmt.Errorf("--disruption-validation-delay must not be negative"))
+	}
+	if o.DisruptionReplacementTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--disruption-replacement-timeout must be positive"))
 	}
 	if _, err := o.Gates(); err != nil {
 		errs = append(errs, err)

@@ -44,7 +44,11 @@ func (s *solve) plan(pods, failed []*podInfo) *Plan {
 	}
 	slices.SortStableFunc(failed, func(a, b *podInfo) int { return cmp.Compare(a.order, b.order) })
 	for _, pi := range failed {
-		out.Unschedulable = append(out.Unschedulable, Unschedulable{Pod: pi.pod, Reason: s.explain(pi)})
+		reason := ""
+		if !s.req.SkipReasons {
+			reason = s.explain(pi)
+		}
+		out.Unschedulable = append(out.Unschedulable, Unschedulable{Pod: pi.pod, Reason: reason})
 	}
 	return out
 }

@@ -73,4 +73,9 @@ type Request struct {
 	// instance types whose cheapest compatible offering costs strictly less
 	// (consolidation's "strictly cheaper replacement").
 	MaxNewNodeClaimPrice float64
+	// SkipReasons leaves the Reason of unschedulable pods empty. Explaining
+	// a failure looks at every node and NodePool; what-if callers that only
+	// need to know whether the pods fit (consolidation tries hundreds of
+	// candidates, most of which do not) save that work.
+	SkipReasons bool
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
@@ -15,12 +16,20 @@ import (
 // limits with the largest capacity among its instance-type options (the
 // provider may launch any of them), as Karpenter does.
 func (c *Cluster) Snapshot(pods []*corev1.Pod, pools []simulator.NodePool) *simulator.Snapshot {
+	return NewSnapshot(c.Nodes(), c.DaemonSets(), pods, pools)
+}
+
+// NewSnapshot builds the simulator's input from machines as Cluster.Nodes
+// returns them, so that a caller that already holds those copies (the
+// disruption controller, which must simulate on exactly the nodes it chose
+// candidates from, or a benchmark) gets the same snapshot Cluster.Snapshot
+// would build.
+func NewSnapshot(nodes []*StateNode, daemonSets []*appsv1.DaemonSet, pods []*corev1.Pod, pools []simulator.NodePool) *simulator.Snapshot {
 	types := instanceTypesByPool(pools)
-	nodes := c.Nodes()
 	snapshot := &simulator.Snapshot{
 		Pods:       pods,
 		NodePools:  pools,
-		DaemonSets: c.DaemonSets(),
+		DaemonSets: daemonSets,
 		Nodes:      make([]simulator.Node, 0, len(nodes)),
 	}
 	for _, n := range nodes {

@@ -1,0 +1,109 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+// voluntaryReason reports a DisruptionReason value this controller writes
+// and may therefore clear; Expired belongs to the expiration controller.
+func voluntaryReason(reason string) bool {
+	switch v1.DisruptionReason(reason) {
+	case v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized:
+		return true
+	}
+	return false
+}
+
+func hasDisruptedTaint(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+}
+
+// taint adds karpenter.sh/disrupted:NoSchedule to the node. Taints are an
+// atomic list, so the patch carries an optimistic lock.
+func taint(ctx context.Context, c client.Client, name string) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return fmt.Errorf("reading node %s: %w", name, err)
+	}
+	want := v1.DisruptedNoScheduleTaint()
+	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) }) {
+		return nil
+	}
+	stored := node.DeepCopy()
+	node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == want.Key }), want)
+	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s: %w", name, err)
+	}
+	return nil
+}
+
+// untaint removes the disrupted taint, unless the node is being deleted
+// (termination keeps it tainted while it drains).
+func untaint(ctx context.Context, c client.Client, name string) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading node %s: %w", name, err))
+	}
+	if !node.DeletionTimestamp.IsZero() || !hasDisruptedTaint(node) {
+		return nil
+	}
+	stored := node.DeepCopy()
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("untainting node %s: %w", name, err))
+	}
+	return nil
+}
+
+// setDisruptionReason records on the NodeClaim why it is being disrupted.
+func setDisruptionReason(ctx context.Context, c client.Client, name string, reason v1.DisruptionReason, message string, now time.Time) error {
+	nc := &v1.NodeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		return fmt.Errorf("reading nodeclaim %s: %w", name, err)
+	}
+	stored := nc.DeepCopy()
+	if !meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue, Reason: string(reason), Message: message,
+		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(now),
+	}) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting disruption reason of nodeclaim %s: %w", name, err)
+	}
+	return nil
+}
+
+// clearDisruptionReason removes a DisruptionReason this controller set,
+// unless the claim is being deleted (the reason then explains its drain).
+func clearDisruptionReason(ctx context.Context, c client.Client, name string) error {
+	nc := &v1.NodeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s: %w", name, err))
+	}
+	if !nc.DeletionTimestamp.IsZero() || !ownDisruptionReason(nc) {
+		return nil
+	}
+	stored := nc.DeepCopy()
+	meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
+	if err := c.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("clearing disruption reason of nodeclaim %s: %w", name, err))
+	}
+	return nil
+}
+
+// ownDisruptionReason reports a DisruptionReason condition this controller wrote.
+func ownDisruptionReason(nc *v1.NodeClaim) bool {
+	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason)
+	return cond != nil && voluntaryReason(cond.Reason)
+}

@@ -1,0 +1,506 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
+	nodeclaimdisruption "github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+)
+
+// harness wires the disruption controllers as the composition root does:
+// the manager's cached client, a cluster-state model fed by the real
+// informers, a fake clock, the fake cloud provider and a recording event
+// sink. Tests call Reconcile themselves.
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	ns      string
+	clock   *clocktesting.FakeClock
+	cloud   *fake.CloudProvider
+	events  *recorder
+	metrics *metrics.Metrics
+	cluster *state.Cluster
+	cached  client.Client
+	direct  client.Client
+	opts    disruption.Options
+
+	loop       *disruption.Controller
+	queue      *disruption.Queue
+	expiry     *expiration.Controller
+	conditions *nodeclaimdisruption.Controller
+	podEvents  *nodeclaimdisruption.PodEventsController
+	claims     *termination.NodeClaimController
+}
+
+// instanceTypes: small (2 cpu), medium (4), large (8), on-demand and spot
+// (at 70%) in two zones, priced in proportion to cpu.
+func instanceTypes() []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, s := range []struct {
+		name  string
+		cpu   int
+		price float64
+	}{{"small", 2, 0.1}, {"medium", 4, 0.2}, {"large", 8, 0.4}} {
+		w := dtesting.MakeInstanceType(s.name).CPU(fmt.Sprint(s.cpu)).Memory(fmt.Sprintf("%dGi", 2*s.cpu)).Pods("110")
+		for _, z := range []string{fake.Zone1, fake.Zone2} {
+			w = w.Offering(z, v1.CapacityTypeOnDemand, s.price, true).Offering(z, v1.CapacityTypeSpot, 0.7*s.price, true)
+		}
+		out = append(out, w.Obj())
+	}
+	return out
+}
+
+// newHarness removes what earlier tests left and starts a manager whose
+// informers feed a fresh model.
+func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
+	t.Helper()
+	removeClusterScoped(t)
+	ctx := log.IntoContext(context.Background(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
+	ns := testEnv.Namespace(t)
+	nsObj := &corev1.Namespace{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	m, err := metrics.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{
+		t: t, ctx: ctx, ns: ns, metrics: m, events: &recorder{}, direct: testEnv.Client,
+		// Server time, so that creation timestamps and the clock agree.
+		clock: clocktesting.NewFakeClock(nsObj.CreationTimestamp.Time),
+		cloud: fake.NewCloudProvider(),
+	}
+	h.cloud.InstanceTypes = instanceTypes()
+	h.cluster = state.NewCluster(h.clock)
+	h.opts = disruption.DefaultOptions()
+	if mutate != nil {
+		mutate(&h.opts)
+	}
+	mgr := testEnv.StartManager(t, func(mgr manager.Manager) error {
+		for _, c := range informer.NewControllers(h.cluster) {
+			if err := c.Register(ctx, mgr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	h.cached = mgr.GetClient()
+	h.loop, h.queue = disruption.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, h.opts)
+	h.expiry = expiration.NewController(h.clock, h.cached, h.events, m)
+	h.conditions = nodeclaimdisruption.NewController(h.clock, h.cached, h.cloud)
+	h.podEvents = nodeclaimdisruption.NewPodEventsController(h.clock, h.cached)
+	h.claims = termination.NewNodeClaimController(h.clock, h.cached, h.cloud, h.events, m)
+	return h
+}
+
+// restart replaces the loop and queue with new ones, as a new process
+// would have (same model, nothing in memory).
+func (h *harness) restart() {
+	h.loop, h.queue = disruption.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, h.metrics, h.opts)
+}
+
+// removeClusterScoped deletes every Node, NodeClaim and NodePool, finalizers
+// and all, and every pod (no kube-controller-manager runs, so the pods of
+// deleted namespaces stay, still bound to node names a later test reuses),
+// and waits until they are gone.
+func removeClusterScoped(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}}
+	for _, list := range lists {
+		if err := testEnv.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if len(obj.GetFinalizers()) > 0 {
+				_ = testEnv.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			}
+			return client.IgnoreNotFound(testEnv.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))
+		})
+	}
+	waitFor(t, "leftover pods, nodes, nodeclaims and nodepools to go", func() (bool, error) {
+		for _, list := range lists {
+			if err := testEnv.Client.List(ctx, list); err != nil {
+				return false, err
+			}
+			if meta.LenList(list) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// --- objects ---
+
+// pool creates a Ready NodePool: WhenEmptyOrUnderutilized after 30s, all
+// nodes may be disrupted at once, nodes never expire.
+func (h *harness) pool(name string, mutate func(*v1.NodePool)) *v1.NodePool {
+	h.t.Helper()
+	np := dtesting.MakeNodePool(name).Obj()
+	np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration(v1.Never)
+	np.Spec.Disruption = v1.Disruption{
+		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+		ConsolidateAfter:    v1.MustParseNillableDuration("30s"),
+		Budgets:             []v1.Budget{{Nodes: intstr.FromString("100%")}},
+	}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{}
+	if mutate != nil {
+		mutate(np)
+	}
+	np.UID = ""
+	if err := h.direct.Create(h.ctx, np); err != nil {
+		h.t.Fatalf("creating nodepool %s: %v", name, err)
+	}
+	meta.SetStatusCondition(&np.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	meta.SetStatusCondition(&np.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeNodeClassReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	if err := h.direct.Status().Update(h.ctx, np); err != nil {
+		h.t.Fatalf("marking nodepool %s ready: %v", name, err)
+	}
+	return np
+}
+
+// claimFor renders a NodeClaim of the pool for one instance type, as
+// provisioning would.
+func (h *harness) claimFor(name string, np *v1.NodePool, typeName, zone, capacityType string) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{v1.NodePoolLabelKey: np.Name},
+			Annotations: map[string]string{
+				v1.NodePoolHashAnnotationKey: nodepoolutil.TemplateHash(np), v1.NodePoolHashVersionAnnotationKey: nodepoolutil.HashVersion,
+			},
+			Finalizers: []string{v1.TerminationFinalizer},
+		},
+		Spec: v1.NodeClaimSpec{NodeClaimTemplateSpec: func() v1.NodeClaimTemplateSpec {
+			spec := *np.Spec.Template.Spec.DeepCopy()
+			spec.Requirements = append(spec.Requirements,
+				v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{typeName}},
+				v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}},
+				v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{capacityType}},
+			)
+			return spec
+		}()},
+	}
+}
+
+// node launches a NodeClaim of the pool at the fake provider and plays the
+// lifecycle controller: the claim is Launched, Registered and Initialized
+// now, and its Node is Ready and labelled initialized.
+func (h *harness) node(name string, np *v1.NodePool, typeName, zone, capacityType string) (*v1.NodeClaim, *corev1.Node) {
+	h.t.Helper()
+	nc := h.claimFor(name, np, typeName, zone, capacityType)
+	if err := h.direct.Create(h.ctx, nc); err != nil {
+		h.t.Fatalf("creating nodeclaim %s: %v", name, err)
+	}
+	return nc, h.initialize(nc)
+}
+
+// initialize launches a created NodeClaim, registers its Node and
+// initializes both, as lifecycle and the kubelet would.
+func (h *harness) initialize(nc *v1.NodeClaim) *corev1.Node {
+	h.t.Helper()
+	h.get(nc)
+	launched, err := h.cloud.Create(h.ctx, nc)
+	if err != nil {
+		h.t.Fatalf("launching %s: %v", nc.Name, err)
+	}
+	stored := nc.DeepCopy()
+	nc.Labels = launched.Labels
+	if err := h.direct.Patch(h.ctx, nc, client.MergeFrom(stored)); err != nil {
+		h.t.Fatalf("labelling nodeclaim %s: %v", nc.Name, err)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: maps.Clone(launched.Labels), Finalizers: []string{v1.TerminationFinalizer}},
+		Spec:       corev1.NodeSpec{ProviderID: launched.Status.ProviderID},
+	}
+	node.Labels[corev1.LabelHostname] = nc.Name
+	node.Labels[v1.NodeRegisteredLabelKey] = "true"
+	node.Labels[v1.NodeInitializedLabelKey] = "true"
+	if err := h.direct.Create(h.ctx, node); err != nil {
+		h.t.Fatalf("creating node %s: %v", nc.Name, err)
+	}
+	node.Status.Capacity, node.Status.Allocatable = launched.Status.Capacity, launched.Status.Allocatable
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := h.direct.Status().Update(h.ctx, node); err != nil {
+		h.t.Fatalf("marking node %s ready: %v", nc.Name, err)
+	}
+	h.get(nc)
+	now := metav1.NewTime(h.clock.Now())
+	nc.Status.ProviderID, nc.Status.NodeName = launched.Status.ProviderID, node.Name
+	nc.Status.Capacity, nc.Status.Allocatable = launched.Status.Capacity, launched.Status.Allocatable
+	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeReady} {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, LastTransitionTime: now})
+	}
+	if err := h.direct.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("initializing nodeclaim %s: %v", nc.Name, err)
+	}
+	return node
+}
+
+// pod creates a pod of app bound to the node, requesting cpu.
+func (h *harness) pod(name, app, nodeName, cpu string) *corev1.Pod {
+	h.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
+			Name: "main", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}}},
+	}
+	if err := h.direct.Create(h.ctx, pod); err != nil {
+		h.t.Fatalf("creating pod %s: %v", name, err)
+	}
+	return pod
+}
+
+// drift marks the claim drifted (as the conditions controller would).
+func (h *harness) drift(nc *v1.NodeClaim) {
+	h.t.Helper()
+	h.get(nc)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.NewTime(h.clock.Now()),
+	})
+	if err := h.direct.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("marking %s drifted: %v", nc.Name, err)
+	}
+}
+
+func (h *harness) get(obj client.Object) {
+	h.t.Helper()
+	if err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func (h *harness) exists(obj client.Object) bool {
+	h.t.Helper()
+	err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
+	}
+	return true
+}
+
+// claims lists the NodeClaims by name.
+func (h *harness) claimsByName() map[string]*v1.NodeClaim {
+	h.t.Helper()
+	list := &v1.NodeClaimList{}
+	if err := h.direct.List(h.ctx, list); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]*v1.NodeClaim{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// replacements lists the NodeClaims that replace the named one.
+func (h *harness) replacements(of string) []*v1.NodeClaim {
+	h.t.Helper()
+	var out []*v1.NodeClaim
+	for _, nc := range h.claimsByName() {
+		if slices.Contains(strings.Split(nc.Annotations[disruption.ReplacesAnnotationKey], ","), of) {
+			out = append(out, nc)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func tainted(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+}
+
+// --- reconciling ---
+
+// settle waits until the cache has every object the test wrote and the
+// model has every Node, NodeClaim and pod at the version the cache has.
+func (h *harness) settle() {
+	h.t.Helper()
+	waitFor(h.t, "the cache and the model to catch up", func() (bool, error) {
+		for _, l := range []client.ObjectList{&corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &corev1.PodList{}} {
+			want, err := versions(h.ctx, h.direct, l)
+			if err != nil {
+				return false, err
+			}
+			got, err := versions(h.ctx, h.cached, l)
+			if err != nil || !maps.Equal(want, got) {
+				return false, err
+			}
+		}
+		if synced, err := h.cluster.Synced(h.ctx, h.cached); !synced || err != nil {
+			return false, err
+		}
+		pods := &corev1.PodList{}
+		if err := h.cached.List(h.ctx, pods, client.InNamespace(h.ns)); err != nil {
+			return false, err
+		}
+		bound := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound[p.Name] = true
+			}
+		}
+		for _, n := range h.cluster.Nodes() {
+			if n.NodeClaim != nil {
+				fresh := &v1.NodeClaim{}
+				if err := h.cached.Get(h.ctx, client.ObjectKeyFromObject(n.NodeClaim), fresh); err == nil && fresh.ResourceVersion != n.NodeClaim.ResourceVersion {
+					return false, nil
+				}
+			}
+			if n.Node != nil {
+				fresh := &corev1.Node{}
+				if err := h.cached.Get(h.ctx, client.ObjectKeyFromObject(n.Node), fresh); err == nil && fresh.ResourceVersion != n.Node.ResourceVersion {
+					return false, nil
+				}
+			}
+			for _, p := range n.Pods {
+				if p.Namespace == h.ns {
+					delete(bound, p.Name)
+				}
+			}
+		}
+		return len(bound) == 0, nil
+	})
+}
+
+func versions(ctx context.Context, c client.Reader, list client.ObjectList) (map[string]string, error) {
+	list = list.DeepCopyObject().(client.ObjectList)
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		obj, err := meta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		out[obj.GetNamespace()+"/"+obj.GetName()] = obj.GetResourceVersion()
+		return nil
+	})
+	return out, err
+}
+
+// decide settles and runs one pass of the disruption loop.
+func (h *harness) decide() time.Duration {
+	h.t.Helper()
+	h.settle()
+	wait, err := h.loop.Reconcile(h.ctx)
+	if err != nil {
+		h.t.Fatalf("disruption pass: %v", err)
+	}
+	return wait
+}
+
+// step settles and takes every queued command one step further.
+func (h *harness) step() {
+	h.t.Helper()
+	h.settle()
+	if err := h.queue.Reconcile(h.ctx); err != nil {
+		h.t.Fatalf("queue: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, condition func() (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var last error
+	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		ok, err := condition()
+		last = err
+		return ok && err == nil, nil
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// --- events ---
+
+// recorder keeps published events for assertions.
+type recorder struct {
+	mu     sync.Mutex
+	events []events.Event
+}
+
+func (r *recorder) Publish(evts ...events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, evts...)
+}
+
+// find returns the messages of the events with the reason about the named object.
+func (r *recorder) find(reason, name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if obj, err := meta.Accessor(e.InvolvedObject); err == nil && e.Reason == reason && obj.GetName() == name {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// expectEvent fails unless an event with the reason about the named object
+// has a message containing want.
+func (h *harness) expectEvent(reason, name, want string) {
+	h.t.Helper()
+	got := h.events.find(reason, name)
+	if !slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, want) }) {
+		h.t.Errorf("no %s event for %s containing %q; got %q", reason, name, want, got)
+	}
+}
+
+func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
