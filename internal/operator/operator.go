@@ -130,9 +130,14 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 		webhookServer = crwebhook.NewServer(conversionWebhook.ServerOptions())
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		WebhookServer:                 webhookServer,
-		Scheme:                        scheme,
-		Logger:                        logger,
+		WebhookServer: webhookServer,
+		Scheme:        scheme,
+		Logger:        logger,
+		// Runnables (the provisioner, the disruption loop) log through the
+		// context they are started with: give them this operator's logger,
+		// not the process-wide one, so that two operators in one process
+		// (tests, a restart) never write through each other's sinks.
+		BaseContext:                   func() context.Context { return logr.NewContext(context.Background(), logger) },
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        address(opts.HealthProbePort),
 		LeaderElection:                opts.LeaderElect,

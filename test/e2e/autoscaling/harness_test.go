@@ -3,7 +3,10 @@ package autoscaling_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +31,7 @@ type dovetail struct {
 // restart stops the controller and starts a new one.
 func (d *dovetail) restart(t *testing.T) {
 	t.Helper()
-	if err := d.controller.Stop(); err != nil {
+	if err := stop(d.controller); err != nil {
 		t.Fatalf("stopping the controller: %v", err)
 	}
 	d.controller = run(t)
@@ -59,7 +62,7 @@ func run(t *testing.T) *localcluster.Controller {
 	opts := localcluster.OperatorOptions()
 	opts.BatchIdleDuration = 500 * time.Millisecond
 	opts.BatchMaxDuration = 3 * time.Second
-	opts.LogWriter = testWriter{t}
+	opts.LogWriter = newTestLog(t)
 	// These tests restart the controller in one process, and the conversion
 	// webhook's certificate rotator registers a controller under a fixed
 	// name; conversion has its own tests (test/integration/conversion).
@@ -80,6 +83,13 @@ func run(t *testing.T) *localcluster.Controller {
 func teardown(t *testing.T, controller *localcluster.Controller) {
 	t.Helper()
 	ctx := context.Background()
+	// Stop the controller even when a wait below fails the test: one left
+	// running would launch nodes for the next test's pods.
+	defer func() {
+		if err := stop(controller); err != nil {
+			t.Errorf("controller stopped with error: %v", err)
+		}
+	}()
 	namespaces := &corev1.NamespaceList{}
 	if err := testEnv.Client.List(ctx, namespaces); err == nil {
 		for i := range namespaces.Items {
@@ -123,16 +133,44 @@ func teardown(t *testing.T, controller *localcluster.Controller) {
 		return len(claims.Items) == 0 && len(nodes.Items) == 0, nil
 	})
 	_ = testEnv.Client.Delete(ctx, localcluster.DefaultNodeClass())
-	if err := controller.Stop(); err != nil {
-		t.Errorf("controller stopped with error: %v", err)
-	}
 }
 
-// testWriter sends the controller's logs to the test log (shown on failure or -v).
-type testWriter struct{ t *testing.T }
+// stop stops the controller; when it does not stop within its grace
+// period, the goroutines still running go to stderr, to show what hung.
+func stop(controller *localcluster.Controller) error {
+	err := controller.Stop()
+	if err != nil {
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+	}
+	return err
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+// testLog sends the controller's logs to the test log (shown on failure or
+// -v) until the test ends. controller-runtime's shutdown logs from a
+// goroutine it does not wait for, so a line can arrive after the test has
+// finished; it is dropped rather than crashing the test binary.
+type testLog struct {
+	mu     sync.Mutex
+	t      *testing.T
+	closed bool
+}
+
+func newTestLog(t *testing.T) *testLog {
+	l := &testLog{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.closed = true
+	})
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.t.Log(string(p))
+	}
 	return len(p), nil
 }
 

@@ -28,7 +28,7 @@ func TestMetricsUseKarpenterNames(t *testing.T) {
 	port := freePort(t)
 	opts := localcluster.OperatorOptions()
 	opts.BatchIdleDuration, opts.BatchMaxDuration = 500*time.Millisecond, 3*time.Second
-	opts.LogWriter = testWriter{t}
+	opts.LogWriter = newTestLog(t)
 	opts.DisableWebhook = true
 	opts.MetricsPort = port
 	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}

@@ -61,7 +61,7 @@ func startDisruption(t *testing.T, pools ...*v1.NodePool) {
 	opts.BatchIdleDuration = 500 * time.Millisecond
 	opts.BatchMaxDuration = 3 * time.Second
 	opts.DisruptionValidationDelay = time.Second
-	opts.LogWriter = testWriter{t}
+	opts.LogWriter = newTestLog(t)
 	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}
 	controller, err := cluster.StartController(ctx, opts, compose.KwokOptions{})
 	if err != nil {
