@@ -47,11 +47,7 @@ func (n *node) value(key int32) (int32, bool) {
 
 // ephemeralTaint reports taints a starting node sheds on its own.
 func ephemeralTaint(t corev1.Taint) bool {
-	switch t.Key {
-	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.UnregisteredTaintKey:
-		return true
-	}
-	return false
+	return slices.Contains(v1.KnownEphemeralTaintKeys, t.Key)
 }
 
 func (m *Model) buildNodes(s *Snapshot) {

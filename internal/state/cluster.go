@@ -301,12 +301,55 @@ func (c *Cluster) HasNode(name string) bool {
 func (c *Cluster) Nodes() []*StateNode {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	pairs := c.unlinkedPairs()
+	paired := make(map[string]bool, len(pairs))
+	for _, claimID := range pairs {
+		paired[claimID] = true
+	}
 	nodes := make([]*StateNode, 0, len(c.entries))
 	for id, e := range c.entries {
-		nodes = append(nodes, c.stateNode(id, e))
+		if paired[id] {
+			continue
+		}
+		n := c.stateNode(id, e)
+		if claimID, ok := pairs[id]; ok {
+			n.NodeClaim = c.entries[claimID].nodeClaim
+			n.MarkedForDeletion = n.MarkedForDeletion || c.marked[claimID] || n.Deleting()
+		}
+		nodes = append(nodes, n)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name() < nodes[j].Name() })
 	return nodes
+}
+
+// unlinkedPairs finds registered Nodes whose NodeClaim the model holds
+// without a providerID yet: the Node and NodeClaim informers deliver at
+// their own pace, so the Node's registration (which made the claim its
+// owner) can arrive before the claim's status. Such a pair is one machine.
+// It maps the Node's entry to the claim's. Callers hold the lock.
+func (c *Cluster) unlinkedPairs() map[string]string {
+	var pairs map[string]string
+	for id, e := range c.entries {
+		if e.node == nil || e.nodeClaim != nil {
+			continue
+		}
+		for _, ref := range e.node.OwnerReferences {
+			if ref.Kind != "NodeClaim" || ref.APIVersion != v1.SchemeGroupVersion.String() {
+				continue
+			}
+			claimID, ok := c.claimNames[ref.Name]
+			if !ok {
+				continue
+			}
+			if ce := c.entries[claimID]; ce != nil && ce.node == nil && ce.nodeClaim != nil && ce.nodeClaim.Status.ProviderID == "" {
+				if pairs == nil {
+					pairs = map[string]string{}
+				}
+				pairs[id] = claimID
+			}
+		}
+	}
+	return pairs
 }
 
 // NodeForProviderID returns the machine with that provider ID, if known.

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -210,5 +211,62 @@ func TestNomination(t *testing.T) {
 	c.NominateNodeForPod("node-a", 20*time.Second)
 	if got, want := c.Nodes()[0].NominatedUntil, clk.Now().Add(20*time.Second); !got.Equal(want) {
 		t.Errorf("NominatedUntil = %v, want %v", got, want)
+	}
+}
+
+// TestSnapshotCountsAnUnlinkedLaunchOnce: a controller restart can leave a
+// Node the provider created while its NodeClaim's status never got the
+// providerID. Until the lifecycle controller links them, the machine must
+// reach the simulator once, as the in-flight claim, not also as a tainted
+// Node of the same name that would hide the claim's room.
+func TestSnapshotCountsAnUnlinkedLaunchOnce(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	c.UpdateNodeClaim(claim("nc-1", ""))
+	unregistered := node("nc-1", "kwok://nc-1")
+	unregistered.Spec.Taints = []corev1.Taint{{Key: v1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}}
+	c.UpdateNode(unregistered)
+	c.UpdateNode(node("unmanaged", "kwok://unmanaged"))
+
+	if got := len(c.Nodes()); got != 3 {
+		t.Fatalf("model holds %d machines, want 3 (claim, its unlinked node, an unmanaged node)", got)
+	}
+	snapshot := c.Snapshot(nil, nil)
+	var got []string
+	for _, n := range snapshot.Nodes {
+		got = append(got, fmt.Sprintf("%s inFlight=%v", n.Name, n.InFlight))
+	}
+	want := []string{"nc-1 inFlight=true", "unmanaged inFlight=false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("snapshot nodes (-want +got):\n%s", diff)
+	}
+
+	// Once the claim records the providerID, the two are one registered machine.
+	c.UpdateNodeClaim(claim("nc-1", "kwok://nc-1"))
+	linked := c.Snapshot(nil, nil)
+	if len(linked.Nodes) != 2 || linked.Nodes[0].Name != "nc-1" || linked.Nodes[0].InFlight {
+		t.Errorf("after linking: %+v", linked.Nodes)
+	}
+}
+
+// TestRegisteredNodePairsWithItsUnlinkedClaim: the Node informer can deliver
+// a registered Node (owned by its NodeClaim) before the NodeClaim informer
+// delivers the claim's providerID; the model shows one machine, not two.
+func TestRegisteredNodePairsWithItsUnlinkedClaim(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	c.UpdateNodeClaim(claim("nc-1", ""))
+	registered := node("ip-10-0-0-1", "aws:///zone-a/i-1")
+	registered.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: "nc-1"}}
+	c.UpdateNode(registered)
+	c.UpdatePod(pod("p", "ip-10-0-0-1", corev1.PodRunning))
+	c.MarkForDeletion("nc-1")
+
+	want := []summary{{Name: "ip-10-0-0-1", HasNode: true, HasClaim: true, Pods: []string{"p"}, Marked: true}}
+	if diff := cmp.Diff(want, summarize(c)); diff != "" {
+		t.Errorf("machines (-want +got):\n%s", diff)
+	}
+	// The claim's providerID arrives: the same single machine.
+	c.UpdateNodeClaim(claim("nc-1", "aws:///zone-a/i-1"))
+	if diff := cmp.Diff(want, summarize(c)); diff != "" {
+		t.Errorf("machines after linking (-want +got):\n%s", diff)
 	}
 }

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
@@ -33,6 +36,9 @@ func NewSnapshot(nodes []*StateNode, daemonSets []*appsv1.DaemonSet, pods []*cor
 		Nodes:      make([]simulator.Node, 0, len(nodes)),
 	}
 	for _, n := range nodes {
+		if n.awaitingRegistration() {
+			continue
+		}
 		capacity := n.Capacity()
 		if len(capacity) == 0 && n.NodeClaim != nil {
 			capacity = maxCapacity(n, types[n.NodePoolName()])
@@ -93,4 +99,18 @@ func maxCapacity(n *StateNode, types map[string]*cloudprovider.InstanceType) cor
 		}
 	}
 	return out
+}
+
+// awaitingRegistration reports a Node that a cloud provider created for a
+// NodeClaim the model cannot link it to yet: the claim's status has no
+// providerID (its launch was interrupted, e.g. by a controller restart, and
+// the lifecycle controller has not recorded it again). Until registration
+// the Node carries the unregistered taint and takes no pods; its capacity is
+// already counted through the in-flight NodeClaim, and counting the Node as
+// well would present the same machine twice, once under a stale taint.
+func (n *StateNode) awaitingRegistration() bool {
+	if n.NodeClaim != nil || n.Node == nil {
+		return false
+	}
+	return slices.ContainsFunc(n.Node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
 }

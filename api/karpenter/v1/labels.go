@@ -36,6 +36,18 @@ const (
 	UnregisteredTaintKey = Group + "/unregistered"
 )
 
+// KnownEphemeralTaintKeys are the taints a starting node sheds on its own
+// (kubelet and node-lifecycle taints, the cloud-controller's uninitialized
+// taint, and Dovetail's own unregistered taint). A NodeClaim is initialized
+// only once they are gone, and the scheduling simulator ignores them on
+// nodes that are not initialized yet.
+var KnownEphemeralTaintKeys = []string{
+	"node.kubernetes.io/not-ready",
+	"node.kubernetes.io/unreachable",
+	"node.cloudprovider.kubernetes.io/uninitialized",
+	UnregisteredTaintKey,
+}
+
 // Capacity types of the karpenter.sh/capacity-type label.
 const (
 	CapacityTypeSpot     = "spot"

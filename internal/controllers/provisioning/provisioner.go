@@ -192,12 +192,28 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	if err := p.kubeClient.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
+	// A waiting pod the model already counts on a machine (nominated to it,
+	// by the kube-scheduler or by Dovetail) holds room there: simulating it
+	// again would launch a second node for it. The kwok provider names a
+	// node after its claim, so a pod can be counted on a claim whose Node
+	// the model has not seen yet.
+	counted := map[types.UID]bool{}
+	for _, n := range snapshot.Nodes {
+		for _, pod := range n.Pods {
+			counted[pod.UID] = true
+		}
+	}
 	var pods []*corev1.Pod
 	for i := range list.Items {
 		pod := &list.Items[i]
+		if !podutil.IsUnschedulable(pod) || counted[pod.UID] {
+			continue
+		}
 		// A pod nominated to a node that does not exist (its NodeClaim
-		// failed before the node registered) needs capacity again.
-		if podutil.IsProvisionable(pod) || (podutil.IsUnschedulable(pod) && !p.cluster.HasNode(pod.Status.NominatedNodeName)) {
+		// failed before the node registered) needs capacity again; one
+		// nominated to an existing node the model has not caught up with
+		// waits for the next pass.
+		if nnn := pod.Status.NominatedNodeName; nnn == "" || !p.cluster.HasNode(nnn) {
 			pods = append(pods, pod)
 		}
 	}

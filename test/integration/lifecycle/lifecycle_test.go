@@ -204,7 +204,7 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 		t.Errorf("Initialized = %+v, want reason NodeNotReady", c)
 	}
 
-	// Initialization waits for readiness, startup taints and the GPU.
+	// Initialization waits for readiness, startup and ephemeral taints and the GPU.
 	stored.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 	if err := testEnv.Client.Status().Update(context.Background(), stored); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,22 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if c := condition(got, v1.ConditionTypeInitialized); c.Reason != "StartupTaintsExist" {
 		t.Errorf("Initialized = %+v, want reason StartupTaintsExist", c)
 	}
+	// The node-lifecycle controller removes not-ready (which the node
+	// registered with) some time after Ready; until then pods cannot land,
+	// so the node is not initialized.
+	if !slices.ContainsFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+		t.Fatalf("test node registered without the not-ready taint: %v", stored.Spec.Taints)
+	}
 	stored.Spec.Taints = slices.DeleteFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "example.com/cni-not-ready" })
+	if err := testEnv.Client.Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	h.seen(t, stored)
+	got, _ = h.reconcile(t, got)
+	if c := condition(got, v1.ConditionTypeInitialized); c.Reason != "KnownEphemeralTaintsExist" {
+		t.Errorf("Initialized = %+v, want reason KnownEphemeralTaintsExist", c)
+	}
+	stored.Spec.Taints = slices.DeleteFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 	if err := testEnv.Client.Update(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,17 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 			return reconcile.Result{}, false, nil
 		}
 	}
-	// 3. Every requested extended resource must be registered.
+	// 3. So must the taints every starting node carries until it is fully
+	// up (not-ready lingers after Ready until the node-lifecycle controller
+	// removes it): a node marked initialized is one pods can land on now.
+	for _, key := range v1.KnownEphemeralTaintKeys {
+		if hasTaint(node.Spec.Taints, key) {
+			setCondition(nc, now, v1.ConditionTypeInitialized, metav1.ConditionUnknown, "KnownEphemeralTaintsExist",
+				fmt.Sprintf("KnownEphemeralTaint %q still exists", key))
+			return reconcile.Result{}, false, nil
+		}
+	}
+	// 4. Every requested extended resource must be registered.
 	for name, requested := range nc.Spec.Resources.Requests {
 		if isStandardResource(name) || requested.IsZero() {
 			continue
@@ -54,7 +64,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 			return reconcile.Result{}, false, nil
 		}
 	}
-	// 4. Label the node initialized.
+	// 5. Label the node initialized.
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
 		stored := node.DeepCopy()
 		node.Labels = mergeMaps(node.Labels, map[string]string{v1.NodeInitializedLabelKey: "true"})
