@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
@@ -230,8 +231,9 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 			c.recorder.Publish(budgetBlockedEvent(b.NodePool, b.Reason))
 		}
 	}
-	for reason, n := range out.Eligible {
-		c.metrics.DisruptionEligibleNodes.WithLabelValues(metricReason(reason)).Set(float64(n))
+	// Every reason is set each pass, so that a count falls back to 0.
+	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {
+		c.metrics.DisruptionEligibleNodes.WithLabelValues(metricReason(reason)).Set(float64(out.Eligible[reason]))
 	}
 	for method, d := range out.Durations {
 		c.metrics.DisruptionEvaluationDuration.WithLabelValues(string(method), method.ConsolidationType()).Observe(d.Seconds())

@@ -75,7 +75,11 @@ type Queue struct {
 	timeout    time.Duration
 	nominate   time.Duration
 
-	logger   logr.Logger // the manager's; see Controller.logger
+	logger logr.Logger // the manager's; see Controller.logger
+	// work serialises everything that reads or changes a command:
+	// StartCommand runs on the disruption controller's goroutine, the
+	// steps on the queue's, and a command's fields are not locked.
+	work     sync.Mutex
 	mu       sync.Mutex
 	commands map[string]*command  // by id
 	finished map[string]time.Time // candidate NodeClaim -> when its command finished
@@ -194,9 +198,14 @@ func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error 
 	for _, c := range dc.Candidates {
 		cmd.candidates = append(cmd.candidates, candidateRef{claim: c.NodeClaimName(), node: c.Name(), providerID: c.ProviderID(), pool: c.NodePool.Name})
 	}
+	q.work.Lock()
+	defer q.work.Unlock()
 	if err := q.reserve(cmd); err != nil {
 		return err
 	}
+	// A rollback that fails below leaves the command queued, rolling back:
+	// the queue loop retries it.
+	defer func() { cmd.starting = false }()
 	logger := log.FromContext(ctx).WithValues("command", cmd.id, "reason", cmd.reason, "decision", cmd.decision)
 	// 1. Keep new pods off the candidates and say why on their NodeClaims.
 	for _, c := range cmd.candidates {
@@ -219,9 +228,6 @@ func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error 
 	}
 	logger.V(0).Info("Disrupting nodes", "nodes", nodeNames(cmd), "replacements", cmd.replacements, "explanation", cmd.explanation)
 	// 3. Hand it to the queue loop; without replacements, finish now.
-	q.mu.Lock()
-	cmd.starting = false
-	q.mu.Unlock()
 	if len(cmd.replacements) == 0 {
 		return q.finish(ctx, cmd)
 	}
@@ -267,11 +273,17 @@ func (q *Queue) launch(ctx context.Context, dc *disruption.Command, cmd *command
 			names = append(names, nc.Name)
 		}
 	}
+	if err := ctx.Err(); err != nil && len(names) < len(dc.Replacements) {
+		// Cancelled part-way: the pieces never tried left no error.
+		errs = append(errs, fmt.Errorf("launched %d of %d replacements: %w", len(names), len(dc.Replacements), err))
+	}
 	return names, errors.Join(errs...)
 }
 
 // Reconcile takes every command one step further.
 func (q *Queue) Reconcile(ctx context.Context) error {
+	q.work.Lock()
+	defer q.work.Unlock()
 	q.mu.Lock()
 	cmds := slices.Collect(maps.Values(q.commands))
 	q.mu.Unlock()

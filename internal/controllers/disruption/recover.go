@@ -59,6 +59,8 @@ func (q *Queue) remember(cmd *command) {
 // Such commands resume with a fresh timeout; candidates without a command
 // are rolled back by the controller's cleanup.
 func (q *Queue) Recover(ctx context.Context) error {
+	q.work.Lock()
+	defer q.work.Unlock()
 	claims := &v1.NodeClaimList{}
 	if err := q.kubeClient.List(ctx, claims); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -46,6 +47,7 @@ func startDovetail(t *testing.T, pool *v1.NodePool) *dovetail {
 	if pool == nil {
 		pool = localcluster.DefaultNodePool()
 	}
+	removeAtEnd(t, localcluster.DefaultNodeClass(), pool)
 	for _, obj := range []client.Object{localcluster.DefaultNodeClass(), pool} {
 		if err := testEnv.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %s: %v", env.Describe(obj), err)
@@ -56,17 +58,32 @@ func startDovetail(t *testing.T, pool *v1.NodePool) *dovetail {
 	return d
 }
 
-// run starts a controller (fast batching for tests) and returns it.
-func run(t *testing.T) *localcluster.Controller {
+// removeAtEnd deletes the objects when the test ends, whatever happened:
+// a test that fails before its controller starts must not leave the next
+// test a NodeClass or NodePool that already exists.
+func removeAtEnd(t *testing.T, objs ...client.Object) {
+	t.Cleanup(func() {
+		for _, obj := range objs {
+			_ = testEnv.Client.Delete(context.Background(), obj.DeepCopyObject().(client.Object))
+		}
+	})
+}
+
+// run starts a controller (fast batching for tests), with the given
+// changes to its options, and returns it.
+func run(t *testing.T, configure ...func(*operator.Options)) *localcluster.Controller {
 	t.Helper()
 	opts := localcluster.OperatorOptions()
 	opts.BatchIdleDuration = 500 * time.Millisecond
 	opts.BatchMaxDuration = 3 * time.Second
 	opts.LogWriter = newTestLog(t)
-	// These tests restart the controller in one process, and the conversion
-	// webhook's certificate rotator registers a controller under a fixed
-	// name; conversion has its own tests (test/integration/conversion).
+	// These tests start several controllers in one process, and the
+	// conversion webhook's certificate rotator registers a controller under
+	// a fixed name; conversion has its own tests (test/integration/conversion).
 	opts.DisableWebhook = true
+	for _, c := range configure {
+		c(&opts)
+	}
 	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}
 	controller, err := cluster.StartController(context.Background(), opts, compose.KwokOptions{})
 	if err != nil {

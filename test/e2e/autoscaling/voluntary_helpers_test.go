@@ -21,8 +21,8 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
-	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -52,21 +52,14 @@ func nodeBudget(nodes string) v1.Budget { return v1.Budget{Nodes: intstr.Parse(n
 func startDisruption(t *testing.T, pools ...*v1.NodePool) {
 	t.Helper()
 	ctx := context.Background()
-	for _, obj := range append([]client.Object{localcluster.DefaultNodeClass()}, asObjects(pools)...) {
+	objs := append([]client.Object{localcluster.DefaultNodeClass()}, asObjects(pools)...)
+	removeAtEnd(t, objs...)
+	for _, obj := range objs {
 		if err := testEnv.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %s: %v", env.Describe(obj), err)
 		}
 	}
-	opts := localcluster.OperatorOptions()
-	opts.BatchIdleDuration = 500 * time.Millisecond
-	opts.BatchMaxDuration = 3 * time.Second
-	opts.DisruptionValidationDelay = time.Second
-	opts.LogWriter = newTestLog(t)
-	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}
-	controller, err := cluster.StartController(ctx, opts, compose.KwokOptions{})
-	if err != nil {
-		t.Fatalf("starting the Dovetail controller: %v", err)
-	}
+	controller := run(t, func(opts *operator.Options) { opts.DisruptionValidationDelay = time.Second })
 	t.Cleanup(func() { teardown(t, controller) })
 }
 
