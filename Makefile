@@ -8,7 +8,7 @@ CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
 # or untracked file under these paths.
 PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
 
-.PHONY: all build generate verify test test-unit bench bench-e2e controlplane demo up clean
+.PHONY: all build generate verify test test-unit test-race bench bench-e2e controlplane demo up clean
 
 all: build
 
@@ -27,8 +27,17 @@ verify: generate ## Fail when a generated file is stale or untracked, or code is
 controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok into bin/
 	hack/build-controlplane.sh
 
-test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane)
+# Packages whose goroutines share state (the model, the queues, the
+# controllers) and the integration tests that drive them concurrently.
+RACE_PACKAGES = ./internal/state/... ./internal/controllers/... ./internal/disruption/... \
+	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/
+
+test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector
 	$(GO) test ./...
+	$(GO) test -race $(RACE_PACKAGES)
+
+test-race: controlplane ## Run the concurrent packages under the race detector
+	$(GO) test -race $(RACE_PACKAGES)
 
 test-unit: ## Run the tests that need no control plane (everything outside test/)
 	$(GO) test $$($(GO) list ./... | grep -v /test/)

@@ -221,3 +221,53 @@ func TestRestartRollsBackWhatNoCommandOwns(t *testing.T) {
 		t.Error("leftover DisruptionReason not cleared")
 	}
 }
+
+// TestQueueLoopBesideTheController: in the operator the queue's loop runs
+// on its own goroutine while the disruption controller starts commands. An
+// emptiness command (no replacements) is finished by StartCommand itself;
+// the queue loop, polling all the while, must not finish it a second time.
+// Run with -race.
+func TestQueueLoopBesideTheController(t *testing.T) {
+	h := newHarness(t, nil)
+	np := h.pool("default", nil)
+	var claims []*v1.NodeClaim
+	for _, name := range []string{"a", "b", "c"} {
+		nc, _ := h.node(name, np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
+		claims = append(claims, nc)
+	}
+	h.clock.Step(time.Minute)
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := h.queue.Reconcile(h.ctx); err != nil {
+				t.Errorf("queue: %v", err)
+				return
+			}
+		}
+	}()
+	wait := h.decide()
+	h.clock.Step(wait)
+	h.decide()
+	close(stop)
+	<-done
+
+	for _, nc := range claims {
+		if h.get(nc); nc.DeletionTimestamp == nil {
+			t.Errorf("empty node %s not deleted", nc.Name)
+		}
+	}
+	if got := counterValue(t, h.metrics.NodeClaimsDisrupted.WithLabelValues("empty", "default")); got != float64(len(claims)) {
+		t.Errorf("nodeclaims_disrupted_total{reason=empty} = %v, want %d (each node once)", got, len(claims))
+	}
+	if n := h.queue.Len(); n != 0 {
+		t.Errorf("%d commands left in the queue", n)
+	}
+}
