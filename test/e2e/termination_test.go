@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -35,6 +34,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
 // terminationTestTaint keeps other tests' pods off this test's nodes.
@@ -123,7 +123,7 @@ func startTerminationControllers(ctx context.Context, t *testing.T, running *syn
 	t.Helper()
 	mgr, err := manager.New(testEnv.ControlPlane.RESTConfig, manager.Options{
 		Scheme:                 testEnv.Scheme,
-		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 1}),
+		Logger:                 testlog.Logger(t, 1),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
 // dovetail is the controller a test runs; restart replaces it.
@@ -76,7 +76,7 @@ func run(t *testing.T, configure ...func(*operator.Options)) *localcluster.Contr
 	opts := localcluster.OperatorOptions()
 	opts.BatchIdleDuration = 500 * time.Millisecond
 	opts.BatchMaxDuration = 3 * time.Second
-	opts.LogWriter = newTestLog(t)
+	opts.LogWriter = testlog.Writer(t)
 	// These tests start several controllers in one process, and the
 	// conversion webhook's certificate rotator registers a controller under
 	// a fixed name; conversion has its own tests (test/integration/conversion).
@@ -160,35 +160,6 @@ func stop(controller *localcluster.Controller) error {
 		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 	}
 	return err
-}
-
-// testLog sends the controller's logs to the test log (shown on failure or
-// -v) until the test ends. controller-runtime's shutdown logs from a
-// goroutine it does not wait for, so a line can arrive after the test has
-// finished; it is dropped rather than crashing the test binary.
-type testLog struct {
-	mu     sync.Mutex
-	t      *testing.T
-	closed bool
-}
-
-func newTestLog(t *testing.T) *testLog {
-	l := &testLog{t: t}
-	t.Cleanup(func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.closed = true
-	})
-	return l
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.t.Log(string(p))
-	}
-	return len(p), nil
 }
 
 // deployment returns a Deployment of pause pods requesting cpu and memory.

@@ -13,6 +13,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
 // TestMetricsUseKarpenterNames scrapes /metrics after real provisioning and
@@ -28,7 +29,7 @@ func TestMetricsUseKarpenterNames(t *testing.T) {
 	port := freePort(t)
 	opts := localcluster.OperatorOptions()
 	opts.BatchIdleDuration, opts.BatchMaxDuration = 500*time.Millisecond, 3*time.Second
-	opts.LogWriter = newTestLog(t)
+	opts.LogWriter = testlog.Writer(t)
 	opts.DisableWebhook = true
 	opts.MetricsPort = port
 	cluster := &localcluster.Cluster{ControlPlane: testEnv.ControlPlane, Client: testEnv.Client}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +38,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
 // harness wires the disruption controllers as the composition root does:
@@ -89,7 +89,7 @@ func instanceTypes() []*cloudprovider.InstanceType {
 func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
 	t.Helper()
 	removeClusterScoped(t)
-	ctx := log.IntoContext(context.Background(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
+	ctx := log.IntoContext(context.Background(), testlog.Logger(t, 1))
 	ns := testEnv.Namespace(t)
 	nsObj := &corev1.Namespace{}
 	if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj); err != nil {

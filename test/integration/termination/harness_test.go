@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -33,6 +32,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
 // testLabel scopes the cluster-scoped objects of a test to its namespace.
@@ -58,7 +58,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), testr.NewWithOptions(t, testr.Options{Verbosity: 1})))
+	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), testlog.Logger(t, 1)))
 	var running sync.WaitGroup
 	t.Cleanup(func() {
 		cancel()
