@@ -232,6 +232,9 @@ func (p *pass) block(n *state.StateNode, reason, msg string) {
 
 // timeUp reports whether the method's time bound has passed since start.
 func (p *pass) timeUp(start time.Time, limit time.Duration) bool {
+	if p.opts.Interrupted != nil && p.opts.Interrupted() {
+		return true
+	}
 	return p.opts.Clock != nil && limit > 0 && p.opts.Clock.Since(start) > limit
 }
 

@@ -55,3 +55,30 @@ func TestConsolidationTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedSearchStops: an interrupted pass (the controller is
+// shutting down) ends both consolidation searches at their first check,
+// whatever the clock says, after a single simulation each.
+func TestInterruptedSearchStops(t *testing.T) {
+	np := makePool("default").req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand).obj()
+	var nodes []*state.StateNode
+	for i := range 6 {
+		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), np, catalog()[2], zoneA, v1.CapacityTypeOnDemand).
+			pods(pod(fmt.Sprintf("p%d", i), "web", "7")).obj())
+	}
+	checks := 0
+	out := disruption.Decide(input([]*v1.NodePool{np}, nodes...), disruption.Options{
+		Interrupted: func() bool { checks++; return true },
+	})
+	if out.Command != nil {
+		t.Fatalf("unexpected command %+v", summarize(out.Command))
+	}
+	for _, m := range []disruption.Method{disruption.MethodMultiNode, disruption.MethodSingleNode} {
+		if !slices.Contains(out.TimedOut, m) {
+			t.Errorf("%s ran on after the interruption; stopped early: %v", m, out.TimedOut)
+		}
+	}
+	if checks != 2 {
+		t.Errorf("interruption checked %d times, want once per search", checks)
+	}
+}

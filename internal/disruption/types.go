@@ -71,6 +71,10 @@ type Options struct {
 	Clock             clock.PassiveClock
 	MultiNodeTimeout  time.Duration
 	SingleNodeTimeout time.Duration
+	// Interrupted, when set and true, ends consolidation's search as a
+	// timeout does (the controller stops it when its context ends, so that
+	// shutting down never waits for a long search).
+	Interrupted func() bool
 }
 
 // Karpenter's bounds: at most 100 multi-node candidates; spot-to-spot

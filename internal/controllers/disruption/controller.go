@@ -151,7 +151,12 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 	// 4. Decide, skipping consolidation while its inputs are unchanged.
 	fingerprint := fingerprintOf(in)
 	in.SkipConsolidation = fingerprint == c.memo && in.Now.Sub(c.memoAt) < memoRefresh
-	out := disruption.Decide(in, c.decisionOptions())
+	opts := c.decisionOptions()
+	opts.Interrupted = func() bool { return ctx.Err() != nil }
+	out := disruption.Decide(in, opts)
+	if ctx.Err() != nil {
+		return 0, nil // shutting down: act on no half-finished search
+	}
 	c.publish(ctx, out)
 	if out.Command == nil {
 		if !in.SkipConsolidation {
