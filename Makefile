@@ -45,7 +45,7 @@ test-unit: ## Run the tests that need no control plane (everything outside test/
 bench: ## Run the simulator benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...
 
-demo: build controlplane ## Watch Dovetail launch, price and drain nodes on a local cluster (about a minute)
+demo: build controlplane ## Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)
 	bin/dovetail demo
 
 bench-e2e: controlplane ## Run the end-to-end benchmarks on the local control plane

@@ -21,13 +21,14 @@ func NewDemoCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &DemoOptions{Streams: streams}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Watch Dovetail launch, price and drain nodes on a local cluster (about a minute)",
+		Short: "Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)",
 		Long: `Starts a local control plane with simulated EC2-shaped nodes, runs Dovetail,
 deploys three workloads (one spread over zones, one guarded by a
 PodDisruptionBudget, one memory-heavy) and shows the nodes Dovetail launches
 with their type, zone, capacity type and price. Then it deletes a node and
-follows the drain, which never breaks the PodDisruptionBudget, and prints a
-summary. Everything is stopped and removed at the end. The first run on a
+follows the drain, which never breaks the PodDisruptionBudget. Finally it
+scales the workloads down and follows consolidation, which deletes and
+replaces nodes until the cluster is cheaper, and prints a summary. Everything is stopped and removed at the end. The first run on a
 fresh checkout builds the control-plane binaries (10-15 minutes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

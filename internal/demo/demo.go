@@ -49,6 +49,10 @@ type Summary struct {
 	DrainedNode     string
 	DrainDuration   time.Duration
 	MinAPIAvailable int
+	// After the load drops: the nodes and price consolidation settled on.
+	ConsolidatedNodes     int
+	ConsolidatedCost      float64
+	ConsolidationDuration time.Duration
 }
 
 // story carries the demo's state between steps.
@@ -82,7 +86,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer stop()
-	for _, step := range []func(context.Context) error{s.provision, s.drain} {
+	for _, step := range []func(context.Context) error{s.provision, s.drain, s.consolidate} {
 		if err := step(ctx); err != nil {
 			return &s.summary, err
 		}
@@ -111,6 +115,7 @@ func (s *story) start(ctx context.Context) (func(), error) {
 	}
 	opOpts := localcluster.OperatorOptions()
 	opOpts.LogWriter = logFile
+	opOpts.DisruptionValidationDelay = demoValidationDelay
 	controller, err := cluster.StartController(ctx, opOpts, compose.KwokOptions{})
 	if err != nil {
 		_ = logFile.Close()
@@ -135,7 +140,7 @@ func (s *story) start(ctx context.Context) (func(), error) {
 
 // provision deploys the workloads and waits until every pod runs.
 func (s *story) provision(ctx context.Context) error {
-	fmt.Fprintln(s.out, "\nStep 1/2  Three workloads arrive on a cluster with no nodes:")
+	fmt.Fprintln(s.out, "\nStep 1/3  Three workloads arrive on a cluster with no nodes:")
 	c := s.cluster.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
 		return fmt.Errorf("creating namespace: %w", err)
@@ -172,7 +177,9 @@ func (s *story) provision(ctx context.Context) error {
 	}
 	s.summary.Pods, s.summary.TimeToRunning = total, s.clock.Since(began)
 	fmt.Fprintf(s.out, "All %d pods Running %s after the workloads were created. Dovetail launched:\n\n", total, s.since(began))
-	return s.printNodes(ctx)
+	var err2 error
+	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour, err2 = s.printNodes(ctx)
+	return err2
 }
 
 // progress counts the demo's pods, the NodeClaims and the ready nodes.
@@ -219,15 +226,31 @@ func (s *story) nodes(ctx context.Context) ([]corev1.Node, error) {
 	return nodes.Items, nil
 }
 
-// printNodes shows each node with its type, zone, capacity type, price and pods.
-func (s *story) printNodes(ctx context.Context) error {
+// listNodes counts the nodes, the spot ones among them, and their price.
+func (s *story) listNodes(ctx context.Context) (nodes, spot int, cost float64, err error) {
+	list, err := s.nodes(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, n := range list {
+		cost += s.prices.OfLabels(n.Labels)
+		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
+			spot++
+		}
+	}
+	return len(list), spot, cost, nil
+}
+
+// printNodes shows each node with its type, zone, capacity type, price and
+// pods, and returns the count of nodes and spot nodes and their price.
+func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, err error) {
 	nodes, err := s.nodes(ctx)
 	if err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	pods := &corev1.PodList{}
 	if err := s.cluster.Client.List(ctx, pods, client.InNamespace(Namespace)); err != nil {
-		return err
+		return 0, 0, 0, err
 	}
 	perNode := map[string]map[string]int{}
 	for _, pod := range pods.Items {
@@ -238,18 +261,17 @@ func (s *story) printNodes(ctx context.Context) error {
 	}
 	w := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "  NODE\tTYPE\tZONE\tCAPACITY\t$/H\tPODS")
-	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour = len(nodes), 0, 0
 	for _, n := range nodes {
 		price := s.prices.OfLabels(n.Labels)
-		s.summary.CostPerHour += price
+		cost += price
 		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
-			s.summary.Spot++
+			spot++
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%.4f\t%s\n", n.Name, n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone],
 			n.Labels[v1.CapacityTypeLabelKey], price, podSummary(perNode[n.Name]))
 	}
-	fmt.Fprintf(w, "  total\t\t\t\t%.4f\t%d pods on %d nodes\n", s.summary.CostPerHour, len(pods.Items), len(nodes))
-	return w.Flush()
+	fmt.Fprintf(w, "  total\t\t\t\t%.4f\t%d pods on %d nodes\n", cost, len(pods.Items), len(nodes))
+	return len(nodes), spot, cost, w.Flush()
 }
 
 func podSummary(apps map[string]int) string {

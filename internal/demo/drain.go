@@ -29,7 +29,7 @@ func (s *story) drain(ctx context.Context) error {
 			victim = name
 		}
 	}
-	fmt.Fprintf(s.out, "\nStep 2/2  Deleting node %s, which runs %d of the 6 api pods (kubectl delete node).\n", victim, perNode[victim])
+	fmt.Fprintf(s.out, "\nStep 2/3  Deleting node %s, which runs %d of the 6 api pods (kubectl delete node).\n", victim, perNode[victim])
 	fmt.Fprintln(s.out, "  Dovetail taints it karpenter.sh/disrupted:NoSchedule and evicts its pods through the")
 	fmt.Fprintf(s.out, "  Eviction API, which lets only as many api pods go as the PDB allows (minAvailable %d).\n", apiMinAvailable)
 
@@ -78,12 +78,19 @@ func (s *story) drain(ctx context.Context) error {
 		s.since(began), minimum)
 	fmt.Fprintln(s.out, "Nodes now:")
 	fmt.Fprintln(s.out)
-	return s.printNodes(ctx)
+	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour, err = s.printNodes(ctx)
+	return err
 }
 
 // until polls condition every second until it holds or the step times out.
 func (s *story) until(ctx context.Context, condition wait.ConditionWithContextFunc) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StepTimeout)
+	return s.untilWithin(ctx, s.opts.StepTimeout, condition)
+}
+
+// untilWithin polls condition every second until it holds or timeout
+// passes (at least the step timeout).
+func (s *story) untilWithin(ctx context.Context, timeout time.Duration, condition wait.ConditionWithContextFunc) error {
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, s.opts.StepTimeout))
 	defer cancel()
 	return wait.PollUntilContextCancel(ctx, time.Second, true, condition)
 }
@@ -98,6 +105,8 @@ func (s *story) printSummary() {
 	fmt.Fprintf(s.out, "  pods             %d, all Running %s after they were created\n", m.Pods, m.TimeToRunning.Round(100*time.Millisecond))
 	fmt.Fprintf(s.out, "  nodes            %d (%d spot, %d on-demand), chosen by price from %s\n", m.Nodes, m.Spot, m.Nodes-m.Spot, "the EC2 catalog")
 	fmt.Fprintf(s.out, "  cost             $%.4f per hour\n", m.CostPerHour)
-	fmt.Fprintf(s.out, "  drain            %s in %s; api kept at least %d of 6 ready (PDB minAvailable %d)\n",
-		m.DrainedNode, m.DrainDuration.Round(100*time.Millisecond), m.MinAPIAvailable, apiMinAvailable)
+	fmt.Fprintf(s.out, "  drain            %s in %s\n", m.DrainedNode, m.DrainDuration.Round(100*time.Millisecond))
+	fmt.Fprintf(s.out, "  consolidation    %d -> %d nodes, $%.4f -> $%.4f per hour, settled in %s\n",
+		m.Nodes, m.ConsolidatedNodes, m.CostPerHour, m.ConsolidatedCost, m.ConsolidationDuration.Round(time.Second))
+	fmt.Fprintf(s.out, "  availability     api kept at least %d of 6 ready throughout (PDB minAvailable %d)\n", m.MinAPIAvailable, apiMinAvailable)
 }

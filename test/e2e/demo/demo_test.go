@@ -30,9 +30,13 @@ func TestDemo(t *testing.T) {
 		t.Errorf("summary %+v: want 22 pods on some nodes at a positive price", summary)
 	}
 	if summary.MinAPIAvailable < 5 {
-		t.Errorf("api availability fell to %d during the drain; the PDB requires 5", summary.MinAPIAvailable)
+		t.Errorf("api availability fell to %d during the drain or consolidation; the PDB requires 5", summary.MinAPIAvailable)
 	}
-	for _, want := range []string{"All 22 pods Running", "TYPE", "ZONE", "CAPACITY", "$/H", "Node drained and removed", "Summary"} {
+	if summary.ConsolidatedCost >= summary.CostPerHour || summary.ConsolidatedNodes == 0 || summary.ConsolidatedNodes > summary.Nodes {
+		t.Errorf("after the load dropped: %d nodes at $%.4f/h, before %d at $%.4f/h; want fewer or cheaper nodes",
+			summary.ConsolidatedNodes, summary.ConsolidatedCost, summary.Nodes, summary.CostPerHour)
+	}
+	for _, want := range []string{"All 22 pods Running", "TYPE", "ZONE", "CAPACITY", "$/H", "Node drained and removed", "Consolidated in", "Summary"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("narration lacks %q", want)
 		}
