@@ -225,6 +225,8 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 	for _, a := range out.InvalidAnnotations {
 		c.recorder.Publish(invalidAnnotationEvent(a.Pod))
 	}
+	// Start from nothing each pass, so that a deleted NodePool's series go.
+	c.metrics.DisruptionAllowed.Reset()
 	for _, b := range out.Budgets {
 		// No active budget allows every node of the pool.
 		c.metrics.DisruptionAllowed.WithLabelValues(b.NodePool.Name, metricReason(b.Reason)).Set(float64(min(b.Allowed, b.Nodes)))

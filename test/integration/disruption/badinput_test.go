@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"testing"
 	"time"
 
@@ -97,4 +98,13 @@ func TestNodePoolDeletedMidDisruption(t *testing.T) {
 		}
 	}
 	h.expectEvent("DisruptionRolledBack", nc.Name, "NodePool default is being deleted")
+
+	// The deleted pool's karpenter_nodepools_allowed_disruptions series go too.
+	if n := testutil.CollectAndCount(h.metrics.DisruptionAllowed); n == 0 {
+		t.Fatal("no allowed-disruptions series while the pool existed")
+	}
+	h.decide()
+	if n := testutil.CollectAndCount(h.metrics.DisruptionAllowed); n != 0 {
+		t.Errorf("%d allowed-disruptions series still exported after the only NodePool was deleted", n)
+	}
 }
