@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,9 +64,6 @@ type Controller struct {
 	queue         *Queue
 	opts          Options
 
-	// logger is the manager's: Start's context may carry the process-wide
-	// logger instead when several managers run in one process.
-	logger    logr.Logger
 	recovered bool
 	// pending is a command waiting for its validation delay.
 	pending    *disruption.Command
@@ -91,7 +87,6 @@ func (c *Controller) Name() string { return "disruption" }
 
 // Register adds the loop to the manager.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
-	c.logger = mgr.GetLogger().WithName("disruption")
 	return mgr.Add(c)
 }
 
@@ -100,11 +95,8 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Start runs passes until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	logger := c.logger
-	if logger.GetSink() == nil {
-		logger = log.FromContext(ctx).WithName("disruption")
-	}
-	ctx = log.IntoContext(ctx, logger)
+	// The operator's manager starts runnables with its logger in ctx.
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
 	for {
 		wait, err := c.Reconcile(ctx)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -75,7 +74,6 @@ type Queue struct {
 	timeout    time.Duration
 	nominate   time.Duration
 
-	logger logr.Logger // the manager's; see Controller.logger
 	// work serialises everything that reads or changes a command:
 	// StartCommand runs on the disruption controller's goroutine, the
 	// steps on the queue's, and a command's fields are not locked.
@@ -102,7 +100,6 @@ func (q *Queue) Name() string { return "disruption.queue" }
 
 // Register adds the queue's loop to the manager.
 func (q *Queue) Register(_ context.Context, mgr manager.Manager) error {
-	q.logger = mgr.GetLogger().WithName("disruption-queue")
 	return mgr.Add(q)
 }
 
@@ -111,11 +108,7 @@ func (q *Queue) NeedLeaderElection() bool { return true }
 
 // Start checks on the commands every second (or when one starts) until ctx ends.
 func (q *Queue) Start(ctx context.Context) error {
-	logger := q.logger
-	if logger.GetSink() == nil {
-		logger = log.FromContext(ctx).WithName("disruption-queue")
-	}
-	ctx = log.IntoContext(ctx, logger)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption-queue"))
 	for {
 		if err := q.Reconcile(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "Carrying out disruption commands")

@@ -33,13 +33,8 @@ func watchAvailability(t *testing.T, ns, app string) *availability {
 	factory := informers.NewSharedInformerFactoryWithOptions(testEnv.Clientset, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + app }))
 	record := func(obj any) {
-		pod, ok := obj.(*corev1.Pod)
+		pod, ok := informed[*corev1.Pod](obj)
 		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				pod, _ = tomb.Obj.(*corev1.Pod)
-			}
-		}
-		if pod == nil {
 			return
 		}
 		a.mu.Lock()
@@ -48,13 +43,8 @@ func watchAvailability(t *testing.T, ns, app string) *availability {
 		a.observe()
 	}
 	remove := func(obj any) {
-		pod, ok := obj.(*corev1.Pod)
+		pod, ok := informed[*corev1.Pod](obj)
 		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				pod, _ = tomb.Obj.(*corev1.Pod)
-			}
-		}
-		if pod == nil {
 			return
 		}
 		a.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,6 +57,16 @@ func startDovetail(t *testing.T, pool *v1.NodePool) *dovetail {
 	d := &dovetail{controller: run(t)}
 	t.Cleanup(func() { teardown(t, d.controller) })
 	return d
+}
+
+// informed returns the object of an informer notification, unwrapping the
+// tombstone a delete can arrive as; false for an object of another type.
+func informed[T any](obj any) (T, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	out, ok := obj.(T)
+	return out, ok
 }
 
 // removeAtEnd deletes the objects when the test ends, whatever happened:

@@ -188,13 +188,8 @@ func watchDisrupted(t *testing.T, pool string) *disruptedWatch {
 		w.maximum = max(w.maximum, n)
 	}
 	remove := func(obj any) {
-		node, ok := obj.(*corev1.Node)
+		node, ok := informed[*corev1.Node](obj)
 		if !ok {
-			if tomb, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
-				node, _ = tomb.Obj.(*corev1.Node)
-			}
-		}
-		if node == nil {
 			return
 		}
 		w.mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -76,7 +75,6 @@ type Queue struct {
 	mu      sync.Mutex
 	pending map[Key]request
 	queue   workqueue.TypedRateLimitingInterface[Key] // nil until Start
-	logger  *logr.Logger                              // the manager's, once registered
 }
 
 // NewQueue returns a queue that evicts through kubeClient. The clock drives
@@ -92,10 +90,6 @@ func (q *Queue) Name() string { return "eviction" }
 // Register adds the queue to the manager, which starts it after leader
 // election and stops it on shutdown.
 func (q *Queue) Register(_ context.Context, mgr manager.Manager) error {
-	logger := mgr.GetLogger().WithName(q.Name())
-	q.mu.Lock()
-	q.logger = &logger
-	q.mu.Unlock()
 	if err := mgr.Add(q); err != nil {
 		return fmt.Errorf("adding the eviction queue to the manager: %w", err)
 	}
@@ -146,11 +140,9 @@ func (q *Queue) Start(ctx context.Context) error {
 	for key := range q.pending {
 		q.queue.Add(key)
 	}
-	if q.logger != nil {
-		// A manager starts runnables without its logger in the context.
-		ctx = log.IntoContext(ctx, *q.logger)
-	}
 	q.mu.Unlock()
+	// The operator's manager starts runnables with its logger in ctx.
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(q.Name()))
 
 	var wg sync.WaitGroup
 	for range Workers {
