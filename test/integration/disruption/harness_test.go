@@ -6,20 +6,17 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,12 +29,12 @@ import (
 	nodeclaimdisruption "github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
-	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
@@ -51,7 +48,7 @@ type harness struct {
 	ns      string
 	clock   *clocktesting.FakeClock
 	cloud   *fake.CloudProvider
-	events  *recorder
+	events  *env.EventLog
 	metrics *metrics.Metrics
 	cluster *state.Cluster
 	cached  client.Client
@@ -100,7 +97,7 @@ func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{
-		t: t, ctx: ctx, ns: ns, metrics: m, events: &recorder{}, direct: testEnv.Client,
+		t: t, ctx: ctx, ns: ns, metrics: m, events: &env.EventLog{}, direct: testEnv.Client,
 		// Server time, so that creation timestamps and the clock agree.
 		clock: clocktesting.NewFakeClock(nsObj.CreationTimestamp.Time),
 		cloud: fake.NewCloudProvider(),
@@ -304,21 +301,12 @@ func (h *harness) drift(nc *v1.NodeClaim) {
 
 func (h *harness) get(obj client.Object) {
 	h.t.Helper()
-	if err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
-	}
+	env.Get(h.ctx, h.t, h.direct, obj)
 }
 
 func (h *harness) exists(obj client.Object) bool {
 	h.t.Helper()
-	err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
-	}
-	return true
+	return env.Exists(h.ctx, h.t, h.direct, obj)
 }
 
 // claims lists the NodeClaims by name.
@@ -360,11 +348,11 @@ func (h *harness) settle() {
 	h.t.Helper()
 	waitFor(h.t, "the cache and the model to catch up", func() (bool, error) {
 		for _, l := range []client.ObjectList{&corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &corev1.PodList{}} {
-			want, err := versions(h.ctx, h.direct, l)
+			want, err := env.ResourceVersions(h.ctx, h.direct, l)
 			if err != nil {
 				return false, err
 			}
-			got, err := versions(h.ctx, h.cached, l)
+			got, err := env.ResourceVersions(h.ctx, h.cached, l)
 			if err != nil || !maps.Equal(want, got) {
 				return false, err
 			}
@@ -405,23 +393,6 @@ func (h *harness) settle() {
 	})
 }
 
-func versions(ctx context.Context, c client.Reader, list client.ObjectList) (map[string]string, error) {
-	list = list.DeepCopyObject().(client.ObjectList)
-	if err := c.List(ctx, list); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	err := meta.EachListItem(list, func(o runtime.Object) error {
-		obj, err := meta.Accessor(o)
-		if err != nil {
-			return err
-		}
-		out[obj.GetNamespace()+"/"+obj.GetName()] = obj.GetResourceVersion()
-		return nil
-	})
-	return out, err
-}
-
 // decide settles and runs one pass of the disruption loop.
 func (h *harness) decide() time.Duration {
 	h.t.Helper()
@@ -442,55 +413,17 @@ func (h *harness) step() {
 	}
 }
 
+// waitFor polls condition for up to 30 s (env.Eventually).
 func waitFor(t *testing.T, what string, condition func() (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var last error
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		ok, err := condition()
-		last = err
-		return ok && err == nil, nil
-	}); err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
-
-// --- events ---
-
-// recorder keeps published events for assertions.
-type recorder struct {
-	mu     sync.Mutex
-	events []events.Event
-}
-
-func (r *recorder) Publish(evts ...events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, evts...)
-}
-
-// find returns the messages of the events with the reason about the named object.
-func (r *recorder) find(reason, name string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if obj, err := meta.Accessor(e.InvolvedObject); err == nil && e.Reason == reason && obj.GetName() == name {
-			out = append(out, e.Message)
-		}
-	}
-	return out
+	env.Eventually(t, 30*time.Second, what, func(context.Context) (bool, error) { return condition() })
 }
 
 // expectEvent fails unless an event with the reason about the named object
 // has a message containing want.
 func (h *harness) expectEvent(reason, name, want string) {
 	h.t.Helper()
-	got := h.events.find(reason, name)
-	if !slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, want) }) {
-		h.t.Errorf("no %s event for %s containing %q; got %q", reason, name, want, got)
-	}
+	h.events.Expect(h.t, reason, name, want)
 }
 
 func counterValue(t *testing.T, c interface{ Write(*dto.Metric) error }) float64 {

@@ -54,7 +54,7 @@ func TestNodeClaimFirstDeletion(t *testing.T) {
 	h.expectCondition(nodeClaim, v1.ConditionTypeDrained, metav1.ConditionUnknown, termination.ReasonDraining, "1 pods are waiting")
 	h.expectEvent(termination.ReasonFailedDraining, node.Name, "1 pods are waiting to be evicted")
 	h.expectEvent(termination.ReasonTerminationGracePeriodExpiring, node.Name, want)
-	h.eventually("the Evicted event", func() (bool, error) { return len(h.events.find("Evicted", "app")) > 0, nil })
+	h.eventually("the Evicted event", func() (bool, error) { return len(h.events.Messages("Evicted", "app")) > 0, nil })
 
 	h.finish()
 	h.reconcileUntilGone(node, nodeClaim)

@@ -30,8 +30,8 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
-	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
@@ -47,7 +47,7 @@ type harness struct {
 	ns      string
 	clock   *clocktesting.FakeClock
 	cloud   *fake.CloudProvider
-	events  *recorder
+	events  *env.EventLog
 	metrics *metrics.Metrics
 	direct  client.Client // the test's own view, straight from the API server
 	cached  client.Client // the controllers' view, as a manager's client
@@ -99,7 +99,7 @@ func newHarness(t *testing.T) *harness {
 		// Server time, so that deletion timestamps and the clock agree.
 		clock:   clocktesting.NewFakeClock(nsObj.CreationTimestamp.Time),
 		cloud:   fake.NewCloudProvider(),
-		events:  &recorder{},
+		events:  &env.EventLog{},
 		metrics: m,
 		direct:  testEnv.Client,
 		cached:  cached,
@@ -138,42 +138,11 @@ func (h *harness) removeClusterScoped() {
 	}
 }
 
-// recorder keeps published events for assertions.
-type recorder struct {
-	mu     sync.Mutex
-	events []events.Event
-}
-
-func (r *recorder) Publish(evts ...events.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, evts...)
-}
-
-// find returns the messages of the events with the reason about the named object.
-func (r *recorder) find(reason, name string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if e.Reason != reason {
-			continue
-		}
-		if obj, err := meta.Accessor(e.InvolvedObject); err == nil && obj.GetName() == name {
-			out = append(out, e.Message)
-		}
-	}
-	return out
-}
-
 // expectEvent fails unless an event with the reason about the named object
 // has a message containing want.
 func (h *harness) expectEvent(reason, name, want string) {
 	h.t.Helper()
-	got := h.events.find(reason, name)
-	if !slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, want) }) {
-		h.t.Errorf("no %s event for %s containing %q; got %q", reason, name, want, got)
-	}
+	h.events.Expect(h.t, reason, name, want)
 }
 
 // --- writing objects ---
@@ -195,21 +164,12 @@ func (h *harness) delete(obj client.Object, opts ...client.DeleteOption) {
 // get reads the current state of obj from the API server into obj.
 func (h *harness) get(obj client.Object) {
 	h.t.Helper()
-	if err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
-	}
+	env.Get(h.ctx, h.t, h.direct, obj)
 }
 
 func (h *harness) exists(obj client.Object) bool {
 	h.t.Helper()
-	err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-	if apierrors.IsNotFound(err) {
-		return false
-	}
-	if err != nil {
-		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
-	}
-	return true
+	return env.Exists(h.ctx, h.t, h.direct, obj)
 }
 
 // expectGone fails unless obj no longer exists.
@@ -340,11 +300,11 @@ func (h *harness) settle() {
 	}
 	h.eventually("the cache to catch up", func() (bool, error) {
 		for _, l := range lists {
-			want, err := versions(h.ctx, h.direct, l.list, l.opts)
+			want, err := env.ResourceVersions(h.ctx, h.direct, l.list, l.opts...)
 			if err != nil {
 				return false, err
 			}
-			got, err := versions(h.ctx, h.cached, l.list, l.opts)
+			got, err := env.ResourceVersions(h.ctx, h.cached, l.list, l.opts...)
 			if err != nil {
 				return false, err
 			}
@@ -354,23 +314,6 @@ func (h *harness) settle() {
 		}
 		return true, nil
 	})
-}
-
-func versions(ctx context.Context, c client.Reader, list client.ObjectList, opts []client.ListOption) (map[string]string, error) {
-	list = list.DeepCopyObject().(client.ObjectList)
-	if err := c.List(ctx, list, opts...); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	err := meta.EachListItem(list, func(o runtime.Object) error {
-		obj, err := meta.Accessor(o)
-		if err != nil {
-			return err
-		}
-		out[obj.GetName()] = obj.GetResourceVersion()
-		return nil
-	})
-	return out, err
 }
 
 // reconcileNode settles the cache and reconciles the Node once, failing the
@@ -427,13 +370,7 @@ func (h *harness) reconcileUntilGone(node *corev1.Node, nodeClaim *v1.NodeClaim)
 // was awaited when the deadline passes.
 func (h *harness) eventually(what string, condition func() (bool, error)) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		return condition()
-	}); err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
-	}
+	env.Eventually(h.t, 30*time.Second, what, func(context.Context) (bool, error) { return condition() })
 }
 
 // expectTerminating waits until exactly the named pods of the namespace are
