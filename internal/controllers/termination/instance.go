@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
@@ -113,4 +114,15 @@ func terminateInstance(ctx context.Context, c client.Client, cp cloudprovider.Cl
 		log.FromContext(ctx).V(1).Info("Terminating instance", "providerID", nodeClaim.Status.ProviderID)
 	}
 	return gone, nil
+}
+
+// requeueOnConflict turns a write that lost an optimistic-lock race into a
+// quick requeue (the next pass reads the winner's version) instead of an
+// error with backoff.
+func requeueOnConflict(ctx context.Context, result reconcile.Result, err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("Retrying after a conflicting write", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return result, err
 }

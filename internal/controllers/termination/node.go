@@ -129,11 +129,7 @@ func (c *NodeController) Reconcile(ctx context.Context, node *corev1.Node) (reco
 		return reconcile.Result{}, nil
 	}
 	result, err := c.finalize(ctx, node)
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("Retrying after a conflicting write", "error", err.Error())
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return result, err
+	return requeueOnConflict(ctx, result, err)
 }
 
 func (c *NodeController) finalize(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {

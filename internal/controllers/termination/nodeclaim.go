@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -92,11 +91,7 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, nodeClaim *v1.NodeC
 		return reconcile.Result{}, nil
 	}
 	result, err := c.finalize(ctx, nodeClaim)
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("Retrying after a conflicting write", "error", err.Error())
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return result, err
+	return requeueOnConflict(ctx, result, err)
 }
 
 func (c *NodeClaimController) finalize(ctx context.Context, nodeClaim *v1.NodeClaim) (reconcile.Result, error) {
