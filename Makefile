@@ -29,7 +29,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-man
 
 # Packages whose goroutines share state (the model, the queues, the
 # controllers) and the integration tests that drive them concurrently.
-RACE_PACKAGES = ./internal/state/... ./internal/controllers/... ./internal/disruption/... \
+RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers/... ./internal/disruption/... \
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/
 
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector

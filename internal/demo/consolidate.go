@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/podwatch"
 )
 
 // The demo's consolidation settings, shorter than the defaults so that the
@@ -35,7 +37,13 @@ var scaleDown = map[string]int32{"web": 3, "api": 6, "batch": 1}
 // cluster is cheaper and nothing has changed for settleWindow.
 func (s *story) consolidate(ctx context.Context) error {
 	c := s.cluster.Client
-	fmt.Fprintln(s.out, "\nStep 3/3  Load drops: web scales from 12 to 3 pods and batch from 4 to 1.")
+	var drops []string
+	for _, w := range workloads() {
+		if n := scaleDown[w.name]; n != w.replicas {
+			drops = append(drops, fmt.Sprintf("%s from %d to %d pods", w.name, w.replicas, n))
+		}
+	}
+	fmt.Fprintf(s.out, "\nStep 3/3  Load drops: %s.\n", strings.Join(drops, ", "))
 	fmt.Fprintln(s.out, "  Dovetail deletes nodes whose pods fit elsewhere and replaces nodes with cheaper ones,")
 	fmt.Fprintln(s.out, "  re-simulating each decision before it acts and never breaking the api PDB. For the demo")
 	fmt.Fprintf(s.out, "  the NodePool's consolidateAfter is %s and its budget %s of its nodes (the validation\n", demoConsolidateAfter, demoBudget)
@@ -52,17 +60,20 @@ func (s *story) consolidate(ctx context.Context) error {
 		return fmt.Errorf("setting the NodePool's consolidation settings: %w", err)
 	}
 
-	watch, err := watchAvailability(s.clientset, Namespace, "api")
+	watch, err := podwatch.Watch(s.clientset, Namespace, "api")
 	if err != nil {
 		return err
 	}
-	defer watch.close()
-	watch.record()
+	defer watch.Close()
+	watch.Record()
 	before := s.summary.CostPerHour
 	want := 0
 	for _, w := range workloads() {
 		replicas := scaleDown[w.name]
 		want += int(replicas)
+		if replicas == w.replicas {
+			continue
+		}
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: w.name}, d); err != nil {
 			return fmt.Errorf("reading deployment %s: %w", w.name, err)
@@ -86,7 +97,7 @@ func (s *story) consolidate(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		ready, minimum := watch.now()
+		ready, minimum := watch.Now()
 		line := fmt.Sprintf("nodes %-2d $/h %.4f  disrupting %d  pods running %-2d api ready %d/6 (lowest %d)",
 			view.nodes, view.cost, view.disrupting, p.running, ready, minimum)
 		now := s.clock.Now()
@@ -100,7 +111,7 @@ func (s *story) consolidate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for consolidation to settle: %w", err)
 	}
-	_, minimum := watch.now()
+	_, minimum := watch.Now()
 	s.summary.MinAPIAvailable = min(s.summary.MinAPIAvailable, minimum)
 	if minimum < apiMinAvailable {
 		return fmt.Errorf("api availability fell to %d during consolidation, below the PDB's %d", minimum, apiMinAvailable)

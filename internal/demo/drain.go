@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/podwatch"
 )
 
 // drain deletes the node running the most api pods and follows the drain.
@@ -33,12 +35,12 @@ func (s *story) drain(ctx context.Context) error {
 	fmt.Fprintln(s.out, "  Dovetail taints it karpenter.sh/disrupted:NoSchedule and evicts its pods through the")
 	fmt.Fprintf(s.out, "  Eviction API, which lets only as many api pods go as the PDB allows (minAvailable %d).\n", apiMinAvailable)
 
-	watch, err := watchAvailability(s.clientset, Namespace, "api")
+	watch, err := podwatch.Watch(s.clientset, Namespace, "api")
 	if err != nil {
 		return err
 	}
-	defer watch.close()
-	watch.record()
+	defer watch.Close()
+	watch.Record()
 	began := s.clock.Now()
 	if err := c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: victim}}); err != nil {
 		return fmt.Errorf("deleting node %s: %w", victim, err)
@@ -54,7 +56,7 @@ func (s *story) drain(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		ready, minimum := watch.now()
+		ready, minimum := watch.Now()
 		state := "draining"
 		if gone {
 			state = "gone"
@@ -69,7 +71,7 @@ func (s *story) drain(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for the drain of %s: %w", victim, err)
 	}
-	_, minimum := watch.now()
+	_, minimum := watch.Now()
 	s.summary.DrainedNode, s.summary.DrainDuration, s.summary.MinAPIAvailable = victim, s.clock.Since(began), minimum
 	if minimum < apiMinAvailable {
 		return fmt.Errorf("api availability fell to %d during the drain, below the PDB's %d", minimum, apiMinAvailable)

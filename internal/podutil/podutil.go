@@ -118,3 +118,13 @@ func DoNotDisrupt(pod *corev1.Pod, now time.Time) (blocks bool, valid bool) {
 	}
 	return now.Before(start.Add(d)), true
 }
+
+// IsReady reports a pod whose Ready condition is True.
+func IsReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -2,7 +2,6 @@ package autoscaling_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,97 +9,28 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/podwatch"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
-// availability watches an app's pods and records the fewest Ready ones seen
-// at any moment, from every pod event (not by sampling).
-type availability struct {
-	mu      sync.Mutex
-	ready   map[string]bool
-	minimum int
-	started bool
-}
-
-func watchAvailability(t *testing.T, ns, app string) *availability {
+// watchAvailability follows the app's Ready pods until the test ends.
+func watchAvailability(t *testing.T, ns, app string) *podwatch.Availability {
 	t.Helper()
-	a := &availability{ready: map[string]bool{}, minimum: -1}
-	factory := informers.NewSharedInformerFactoryWithOptions(testEnv.Clientset, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + app }))
-	record := func(obj any) {
-		pod, ok := informed[*corev1.Pod](obj)
-		if !ok {
-			return
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.ready[pod.Name] = pod.DeletionTimestamp == nil && podReady(pod)
-		a.observe()
-	}
-	remove := func(obj any) {
-		pod, ok := informed[*corev1.Pod](obj)
-		if !ok {
-			return
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		delete(a.ready, pod.Name)
-		a.observe()
-	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: remove,
-	}); err != nil {
+	a, err := podwatch.Watch(testEnv.Clientset, ns, app)
+	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
+	t.Cleanup(a.Close)
 	return a
 }
 
-// observe updates the minimum once counting has started. Callers hold mu.
-func (a *availability) observe() {
-	if !a.started {
-		return
-	}
-	n := 0
-	for _, r := range a.ready {
-		if r {
-			n++
-		}
-	}
-	if a.minimum < 0 || n < a.minimum {
-		a.minimum = n
-	}
-}
-
-// start begins recording the minimum from now on.
-func (a *availability) start() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.started = true
-	a.observe()
-}
-
-func (a *availability) min() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.minimum
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+// lowest is the fewest Ready pods seen since Record.
+func lowest(a *podwatch.Availability) int {
+	_, minimum := a.Now()
+	return minimum
 }
 
 // TestDeletingANodeDrainsWithinThePDB: deleting a node drains it through the
@@ -128,17 +58,10 @@ func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
 	pods := waitRunning(t, ns, "guarded", replicas, 2*time.Minute)
 	watch := watchAvailability(t, ns, "guarded")
 	env.Eventually(t, time.Minute, "all replicas Ready", func(ctx context.Context) (bool, error) {
-		watch.mu.Lock()
-		defer watch.mu.Unlock()
-		n := 0
-		for _, r := range watch.ready {
-			if r {
-				n++
-			}
-		}
-		return n == replicas, nil
+		ready, _ := watch.Now()
+		return ready == replicas, nil
 	})
-	watch.start()
+	watch.Record()
 
 	// Delete the node running the most replicas.
 	perNode := map[string]int{}
@@ -165,7 +88,7 @@ func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
 			t.Errorf("pod %s still on the deleted node", p.Name)
 		}
 	}
-	if got := watch.min(); got < minAvailable {
+	if got := lowest(watch); got < minAvailable {
 		t.Errorf("availability dropped to %d during the drain; the PDB requires %d", got, minAvailable)
 	}
 	env.Eventually(t, time.Minute, "the deleted node's NodeClaim to be gone", func(context.Context) (bool, error) {
@@ -176,7 +99,7 @@ func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
 		}
 		return true, nil
 	})
-	t.Logf("drained %s (%d replicas); minimum available %d (PDB %d)", victim, perNode[victim], watch.min(), minAvailable)
+	t.Logf("drained %s (%d replicas); minimum available %d (PDB %d)", victim, perNode[victim], lowest(watch), minAvailable)
 }
 
 // TestControllerRestartMidProvisioningLeaksNothing: stopping the controller

@@ -163,14 +163,13 @@ func teardown(t *testing.T, controller *localcluster.Controller) {
 	_ = testEnv.Client.Delete(ctx, localcluster.DefaultNodeClass())
 }
 
-// stop stops the controller; when it does not stop within its grace
-// period, the goroutines still running go to stderr, to show what hung.
+// stop stops the controller. A stop that hangs dumps the goroutines to
+// stderr while it still hangs (the manager gives up after its 30 s grace
+// period, by which time the culprit may be gone), to show what is stuck.
 func stop(controller *localcluster.Controller) error {
-	err := controller.Stop()
-	if err != nil {
-		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-	}
-	return err
+	timer := time.AfterFunc(20*time.Second, func() { _ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1) })
+	defer timer.Stop()
+	return controller.Stop()
 }
 
 // deployment returns a Deployment of pause pods requesting cpu and memory.

@@ -47,17 +47,10 @@ func TestScaleDownConsolidates(t *testing.T) {
 	waitRunning(t, ns, app, 20, 2*time.Minute)
 	watch := watchAvailability(t, ns, app)
 	env.Eventually(t, time.Minute, "20 replicas Ready", func(context.Context) (bool, error) {
-		watch.mu.Lock()
-		defer watch.mu.Unlock()
-		n := 0
-		for _, r := range watch.ready {
-			if r {
-				n++
-			}
-		}
-		return n == 20, nil
+		ready, _ := watch.Now()
+		return ready == 20, nil
 	})
-	watch.start()
+	watch.Record()
 
 	settle(t, pool, 4*time.Minute)
 	after, nodesAfter := hourlyPrice(t, pool), len(poolNodes(t, pool))
@@ -67,7 +60,7 @@ func TestScaleDownConsolidates(t *testing.T) {
 			t.Errorf("pod node %s is not in pool %s", name, pool)
 		}
 	}
-	if got := watch.min(); got < minAvailable {
+	if got := lowest(watch); got < minAvailable {
 		t.Errorf("availability dropped to %d during consolidation; the PDB requires %d", got, minAvailable)
 	}
 	if nodesAfter >= nodesBefore || after > before/2 {
@@ -76,7 +69,7 @@ func TestScaleDownConsolidates(t *testing.T) {
 	// Not only the nodes the scale-down emptied: under-used ones too.
 	expectEvent(t, "default", "DisruptionTerminating", "Underutilized: ")
 	t.Logf("100 -> 20 replicas: %d -> %d nodes, $%.3f/h -> $%.3f/h; minimum available %d (PDB %d)",
-		nodesBefore, nodesAfter, before, after, watch.min(), minAvailable)
+		nodesBefore, nodesAfter, before, after, lowest(watch), minAvailable)
 }
 
 // TestScheduledBudgetBlocksInsideItsWindow: a zero budget whose schedule

@@ -1,4 +1,8 @@
-package demo
+// Package podwatch follows an application's pods through a watch, for
+// checks that must see every change rather than samples: the demo and the
+// end-to-end tests use it to prove a PodDisruptionBudget held while nodes
+// were drained or consolidated.
+package podwatch
 
 import (
 	"fmt"
@@ -9,11 +13,14 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
-// availability follows an app's pods from every watch event and remembers
-// the fewest Ready pods seen while recording.
-type availability struct {
+// Availability follows an app's pods from every watch event (not by
+// sampling) and remembers the fewest Ready pods seen while recording: the
+// check that a drain or a consolidation never broke a PodDisruptionBudget.
+type Availability struct {
 	mu        sync.Mutex
 	ready     map[string]bool
 	minimum   int
@@ -21,8 +28,10 @@ type availability struct {
 	stop      chan struct{}
 }
 
-func watchAvailability(cs kubernetes.Interface, namespace, app string) (*availability, error) {
-	a := &availability{ready: map[string]bool{}, minimum: -1, stop: make(chan struct{})}
+// Watch starts following the Ready pods labelled app=<app> in the namespace;
+// Close stops it.
+func Watch(cs kubernetes.Interface, namespace, app string) (*Availability, error) {
+	a := &Availability{ready: map[string]bool{}, minimum: -1, stop: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + app }))
 	update := func(obj any, gone bool) {
@@ -40,7 +49,7 @@ func watchAvailability(cs kubernetes.Interface, namespace, app string) (*availab
 		if gone {
 			delete(a.ready, pod.Name)
 		} else {
-			a.ready[pod.Name] = pod.DeletionTimestamp == nil && isReady(pod)
+			a.ready[pod.Name] = pod.DeletionTimestamp == nil && podutil.IsReady(pod)
 		}
 		a.observe()
 	}
@@ -61,7 +70,7 @@ func watchAvailability(cs kubernetes.Interface, namespace, app string) (*availab
 	return a, nil
 }
 
-func (a *availability) observe() {
+func (a *Availability) observe() {
 	if !a.recording {
 		return
 	}
@@ -70,7 +79,7 @@ func (a *availability) observe() {
 	}
 }
 
-func (a *availability) countLocked() int {
+func (a *Availability) countLocked() int {
 	n := 0
 	for _, r := range a.ready {
 		if r {
@@ -80,28 +89,21 @@ func (a *availability) countLocked() int {
 	return n
 }
 
-// record starts remembering the minimum.
-func (a *availability) record() {
+// Record starts remembering the minimum, from the current count.
+func (a *Availability) Record() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.recording = true
 	a.observe()
 }
 
-// now returns the Ready pods now and the minimum seen while recording.
-func (a *availability) now() (ready, minimum int) {
+// Now returns the Ready pods now and the minimum seen while recording (-1
+// before Record).
+func (a *Availability) Now() (ready, minimum int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.countLocked(), a.minimum
 }
 
-func (a *availability) close() { close(a.stop) }
-
-func isReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
+// Close stops following the pods.
+func (a *Availability) Close() { close(a.stop) }
