@@ -145,7 +145,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Controller:                    config.Controller{SkipNameValidation: &opts.AllowRestart},
+		Controller:                    ControllerConfig(opts.AllowRestart),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating controller manager: %w", err)
@@ -265,3 +265,17 @@ func (s *metricsServer) Start(ctx context.Context) error {
 
 // NeedLeaderElection lets every replica serve metrics.
 func (s *metricsServer) NeedLeaderElection() bool { return false }
+
+// ControllerConfig is the configuration of every controller a Dovetail
+// manager runs. allowRestart lets one process start controllers of the
+// same names again (tests, the local cluster).
+//
+// The work queues are client-go's rate-limited queues, not
+// controller-runtime's priority queue: in v0.24.1 the priority queue can
+// deadlock on shutdown (kubernetes-sigs/controller-runtime#3538, fixed
+// after v0.24), leaving a worker blocked and the manager's graceful stop
+// timing out after 30 s. Revisit when the pinned controller-runtime
+// carries the fix.
+func ControllerConfig(allowRestart bool) config.Controller {
+	return config.Controller{SkipNameValidation: &allowRestart, UsePriorityQueue: new(false)}
+}

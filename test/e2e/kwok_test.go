@@ -17,9 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +26,7 @@ import (
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 )
 
 // startKwokControllers runs the kwok provider's registration and NodeClass
@@ -40,7 +39,7 @@ func startKwokControllers(t *testing.T, clk clock.Clock, provider *kwok.CloudPro
 		Logger:  funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{}),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Other tests of this binary may register controllers of the same name.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: operator.ControllerConfig(true),
 	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)

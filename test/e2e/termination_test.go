@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"slices"
 	"sync"
 	"testing"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,7 +31,9 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
 
@@ -126,7 +126,7 @@ func startTerminationControllers(ctx context.Context, t *testing.T, running *syn
 		Logger:                 testlog.Logger(t, 1),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             operator.ControllerConfig(true),
 	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)

@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -24,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/api/crds"
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 	"github.com/dovetail-autoscaler/dovetail/internal/crdinstall"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -62,7 +61,7 @@ func startWebhook(t *testing.T) *conversionWebhook {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          crwebhook.NewServer(w.ServerOptions()),
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             operator.ControllerConfig(true),
 	})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
