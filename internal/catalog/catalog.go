@@ -4,11 +4,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 )
 
 //go:generate go run ./gen -data ../../hack/data/ec2 -out zz_generated.catalog.json
@@ -123,4 +124,50 @@ func Load(opts Options) ([]InstanceType, error) {
 		})
 	}
 	return out, nil
+}
+
+// Facts returns the raw facts of every catalog instance type, sorted by name:
+// what EC2's DescribeInstanceTypes reports and the static on-demand price,
+// before any AMI family or kubelet setting is applied. The local AWS endpoint
+// serves them as EC2 would; each call returns new values.
+func Facts() ([]schema.InstanceType, error) {
+	all, err := entries()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.InstanceType, len(all))
+	for i := range all {
+		out[i] = cloneFacts(all[i].InstanceType)
+	}
+	return out, nil
+}
+
+// cloneFacts deep-copies the pointer and map fields of t.
+func cloneFacts(t schema.InstanceType) schema.InstanceType {
+	if t.GPU != nil {
+		g := *t.GPU
+		t.GPU = &g
+	}
+	if t.Accelerator != nil {
+		a := *t.Accelerator
+		t.Accelerator = &a
+	}
+	if t.ENI != nil {
+		e := *t.ENI
+		t.ENI = &e
+	}
+	for _, p := range []**int64{&t.LocalNVMeGB, &t.NetworkBandwidthMbps, &t.EBSBandwidthMbps} {
+		if *p != nil {
+			v := **p
+			*p = &v
+		}
+	}
+	if t.OnDemandPrice != nil {
+		v := *t.OnDemandPrice
+		t.OnDemandPrice = &v
+	}
+	if t.ExtendedResources != nil {
+		t.ExtendedResources = maps.Clone(t.ExtendedResources)
+	}
+	return t
 }

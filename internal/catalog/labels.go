@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 )
 
 // Labels of the karpenter.k8s.aws group that describe an instance type. Users

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 )
 
 // ResourcePrivateIPv4Address is the extended resource Windows nodes advertise:

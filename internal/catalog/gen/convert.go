@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 )
 
 // Extended resource names, as Karpenter reports them.

@@ -16,7 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dovetail-autoscaler/dovetail/internal/catalog/internal/schema"
+	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 )
 
 const (

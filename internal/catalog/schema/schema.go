@@ -5,7 +5,9 @@
 //
 // Each InstanceType holds raw facts only (what EC2 reports and the static
 // on-demand price), never values that depend on an AMI family or kubelet
-// setting: the catalog package computes those at load time.
+// setting: the catalog package computes those at load time. catalog.Facts
+// hands them out, for the local AWS endpoint to answer DescribeInstanceTypes
+// with and for the AWS provider's tests to check its conversion against.
 package schema
 
 // File is the whole generated catalog.
