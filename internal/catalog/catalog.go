@@ -107,6 +107,30 @@ func Load(opts Options) ([]InstanceType, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.compute(all), nil
+}
+
+// Compute is Load for raw facts given by the caller instead of the embedded
+// ones, for example facts converted from EC2's DescribeInstanceTypes: the same
+// formulas, the same filtering of arm64 types under Windows, the input's order.
+// Unlike Load it accepts opts with no Zones, and then leaves Offerings empty, so
+// that a caller that prices offerings itself need not name zones. The facts'
+// OnDemandPrice prices the offerings of opts.Zones. facts is not modified and
+// nothing of it is retained.
+func Compute(facts []schema.InstanceType, opts Options) ([]InstanceType, error) {
+	s, err := opts.compileWith(false)
+	if err != nil {
+		return nil, fmt.Errorf("validating catalog options: %w", err)
+	}
+	es := make([]entry, len(facts))
+	for i := range facts {
+		es[i] = entry{InstanceType: cloneFacts(facts[i]), staticLabels: staticLabels(&facts[i])}
+	}
+	return s.compute(es), nil
+}
+
+// compute applies the formulas under s to every entry, in order.
+func (s *settings) compute(all []entry) []InstanceType {
 	out := make([]InstanceType, 0, len(all))
 	for i := range all {
 		e := &all[i]
@@ -123,7 +147,7 @@ func Load(opts Options) ([]InstanceType, error) {
 			Offerings:   s.offerings(e.Name, e.OnDemandPrice),
 		})
 	}
-	return out, nil
+	return out
 }
 
 // Facts returns the raw facts of every catalog instance type, sorted by name:

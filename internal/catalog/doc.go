@@ -16,7 +16,10 @@
 // on-demand prices). `go generate ./internal/catalog/...` runs ./gen, which
 // validates them and writes zz_generated.catalog.json; this package embeds that
 // file and decodes it once. Load then computes everything else from Options, so
-// repeated calls never share mutable values.
+// repeated calls never share mutable values. Compute applies the same formulas
+// to raw facts from elsewhere (the AWS provider converts EC2's
+// DescribeInstanceTypes to schema.InstanceType), so there is one implementation
+// of them.
 //
 // # Formulas
 //

@@ -32,6 +32,14 @@ func (s *settings) offerings(name string, onDemand *float64) []Offering {
 	return out
 }
 
+// SpotPrice is the catalog's derived spot price of an instance type in a zone,
+// from its on-demand price (see the package documentation). The AWS provider
+// falls back to it before it has observed spot prices, so that it agrees with
+// the catalog and the local AWS endpoint.
+func SpotPrice(instanceType, zone string, onDemand float64) float64 {
+	return spotPrice(instanceType, zone, onDemand)
+}
+
 // spotPrice derives a stable spot price from the on-demand price:
 //
 //	h        = FNV-1a 64-bit hash of instanceType + "/" + zone

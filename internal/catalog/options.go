@@ -73,7 +73,8 @@ type Options struct {
 	// what Karpenter falls back to for a region without its own table.
 	Region string
 	// Zones get one on-demand and one spot offering each, in this order.
-	// Each must start with Region.
+	// Each must start with Region. Load needs at least one; Compute accepts
+	// none and then computes no offerings.
 	Zones []string
 }
 
@@ -154,8 +155,12 @@ type signal struct {
 	quantity *resource.Quantity
 }
 
-// compile validates o and parses it into settings.
-func (o Options) compile() (settings, error) {
+// compile validates o and parses it into settings; Zones must not be empty.
+func (o Options) compile() (settings, error) { return o.compileWith(true) }
+
+// compileWith validates o and parses it into settings. Zones may be empty
+// unless requireZones.
+func (o Options) compileWith(requireZones bool) (settings, error) {
 	var errs []error
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
@@ -213,7 +218,7 @@ func (o Options) compile() (settings, error) {
 	if o.Region == "" {
 		fail("Region", "must not be empty")
 	}
-	if len(o.Zones) == 0 {
+	if requireZones && len(o.Zones) == 0 {
 		fail("Zones", "must not be empty")
 	}
 	for i, z := range o.Zones {
