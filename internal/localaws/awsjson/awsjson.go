@@ -40,6 +40,8 @@ type Error struct {
 	Type       string
 	Message    string
 	QueryError string
+	// Fields are extra members of the error shape (EKS's clusterName, ...).
+	Fields map[string]string
 }
 
 // Error implements error.
@@ -150,6 +152,9 @@ func WriteJSON(w http.ResponseWriter, contentType string, v any) {
 // set, x-amzn-query-error.
 func WriteError(w http.ResponseWriter, contentType string, e *Error) {
 	doc := map[string]string{"__type": e.Type}
+	for k, v := range e.Fields {
+		doc[k] = v
+	}
 	if e.Message != "" {
 		doc["message"] = e.Message
 	}

@@ -132,7 +132,7 @@ func TestRefusals(t *testing.T) {
 		call   func(*ssm.Client) error
 		want   string
 	}{
-		"unsigned": {client: newClient(t, s, aws.AnonymousCredentials{}, "us-east-1"), want: "MissingAuthenticationTokenException"},
+		"unsigned":     {client: newClient(t, s, aws.AnonymousCredentials{}, "us-east-1"), want: "MissingAuthenticationTokenException"},
 		"wrong region": {client: newClient(t, s, static(), "eu-west-1"), want: "InvalidSignatureException"},
 		"unknown operation": {client: newClient(t, s, static(), "us-east-1"), want: "UnknownOperationException",
 			call: func(c *ssm.Client) error {
