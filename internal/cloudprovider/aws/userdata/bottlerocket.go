@@ -99,6 +99,14 @@ func parseBottlerocket(s string) (*brKubernetes, map[string]brBootstrapCommand, 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("parsing TOML: %w", err)
 	}
+	if isNonTable(md, "settings") {
+		return nil, nil, nil, fmt.Errorf("parsing TOML: settings is a %s, want a table", md.Type("settings"))
+	}
+	for _, sub := range []string{"kubernetes", "bootstrap-commands"} {
+		if isNonTable(md, "settings", sub) {
+			return nil, nil, nil, fmt.Errorf("parsing TOML: settings.%s is a %s, want a table", sub, md.Type("settings", sub))
+		}
+	}
 	k8s := &brKubernetes{}
 	cmds := map[string]brBootstrapCommand{}
 	other := map[string]any{}
@@ -267,4 +275,11 @@ func BottlerocketVersion(s string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// isNonTable reports whether the key is defined as something other than a
+// table. Tables that are only implied by a [a.b] header have no type.
+func isNonTable(md toml.MetaData, key ...string) bool {
+	typ := md.Type(key...)
+	return md.IsDefined(key...) && typ != "" && typ != "Hash"
 }

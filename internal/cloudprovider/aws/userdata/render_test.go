@@ -73,7 +73,7 @@ const (
 		"--BOUNDARY\r\nContent-Type: application/node.eks.aws\r\n\r\n" +
 		"apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: 42\n      shutdownGracePeriod: 30s\n\r\n" +
 		"--BOUNDARY--\r\n"
-	nodeConfigUserData = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n    flags:\n    - --v=4\n"
+	nodeConfigUserData   = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n    flags:\n    - --v=4\n"
 	bottlerocketUserData = `extra-top-level = "dropped"
 
 [settings.kubernetes]
