@@ -1,0 +1,123 @@
+package securitygroup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/subnet"
+)
+
+// CacheTTL is how long the security groups of one set of selector terms are
+// reused before EC2 is asked again.
+const CacheTTL = time.Minute
+
+// maxResults is the page size of DescribeSecurityGroups.
+const maxResults = 500
+
+// Provider lists the security groups that selector terms match, caching each
+// answer for CacheTTL keyed by the terms. It is safe for concurrent use.
+type Provider struct {
+	ec2   sdk.EC2
+	clock clock.PassiveClock
+
+	mu    sync.Mutex
+	cache map[string]entry
+}
+
+type entry struct {
+	groups  []ec2types.SecurityGroup
+	expires time.Time
+}
+
+// NewProvider returns a Provider that calls DescribeSecurityGroups through
+// client and ages its cache with clk.
+func NewProvider(client sdk.EC2, clk clock.PassiveClock) *Provider {
+	return &Provider{ec2: client, clock: clk, cache: map[string]entry{}}
+}
+
+// List returns the security groups matched by terms, sorted by group ID. An
+// empty result is not an error.
+func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) ([]ec2types.SecurityGroup, error) {
+	b, err := json.Marshal(terms)
+	if err != nil {
+		return nil, fmt.Errorf("encoding security group selector terms: %w", err)
+	}
+	key := string(b)
+	now := p.clock.Now()
+	p.mu.Lock()
+	if e, ok := p.cache[key]; ok && now.Before(e.expires) {
+		p.mu.Unlock()
+		return slices.Clone(e.groups), nil
+	}
+	p.mu.Unlock()
+
+	byID := map[string]ec2types.SecurityGroup{}
+	for _, filters := range Filters(terms) {
+		pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: filters, MaxResults: aws.Int32(maxResults)})
+		for pages.HasMorePages() {
+			out, err := pages.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("describing security groups: %w", err)
+			}
+			for _, g := range out.SecurityGroups {
+				byID[aws.ToString(g.GroupId)] = g
+			}
+		}
+	}
+	groups := make([]ec2types.SecurityGroup, 0, len(byID))
+	for _, g := range byID {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return aws.ToString(groups[i].GroupId) < aws.ToString(groups[j].GroupId) })
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, e := range p.cache {
+		if !now.Before(e.expires) {
+			delete(p.cache, k)
+		}
+	}
+	p.cache[key] = entry{groups: groups, expires: now.Add(CacheTTL)}
+	return slices.Clone(groups), nil
+}
+
+// Filters turns selector terms into the filter sets of the
+// DescribeSecurityGroups calls to make, one set per call: first one call
+// with a group-id filter holding every id term, then one with a group-name
+// filter holding every name term, then one call per tags term (see
+// subnet.TagFilters). id wins over name, and name over tags, in a term that
+// sets several (the CRD forbids it).
+func Filters(terms []v1.SecurityGroupSelectorTerm) [][]ec2types.Filter {
+	var ids, names []string
+	var tagSets [][]ec2types.Filter
+	for _, term := range terms {
+		switch {
+		case term.ID != "":
+			ids = append(ids, term.ID)
+		case term.Name != "":
+			names = append(names, term.Name)
+		default:
+			tagSets = append(tagSets, subnet.TagFilters(term.Tags))
+		}
+	}
+	var out [][]ec2types.Filter
+	if len(ids) > 0 {
+		out = append(out, []ec2types.Filter{{Name: aws.String("group-id"), Values: ids}})
+	}
+	if len(names) > 0 {
+		out = append(out, []ec2types.Filter{{Name: aws.String("group-name"), Values: names}})
+	}
+	return append(out, tagSets...)
+}
