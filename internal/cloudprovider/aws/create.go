@@ -1,0 +1,269 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instance"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/launchtemplate"
+	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
+)
+
+// maxInstanceTypes is how many types one launch offers EC2.
+const maxInstanceTypes = 60
+
+// ZoneIDLabelKey carries the availability-zone ID of a node.
+const ZoneIDLabelKey = "topology.k8s.aws/zone-id"
+
+// Create launches the claim's instance. A claim whose instance exists
+// already (tagged with its name) gets that instance back.
+func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	// 1. The claim's EC2NodeClass must exist and be Ready.
+	if nodeClaim.Spec.NodeClassRef == nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeclaim %s has no nodeClassRef", nodeClaim.Name))
+	}
+	nc, err := c.nodeClass(ctx, nodeClaim.Spec.NodeClassRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := requirements.FromNodePoolRequirements(nodeClaim.Spec.Requirements)
+	if err != nil {
+		err = fmt.Errorf("parsing requirements of nodeclaim %s: %w", nodeClaim.Name, err)
+		return nil, cloudprovider.NewCreateError(err, "InvalidRequirements", err.Error())
+	}
+	// 2. The types the claim allows whose allocatable fits its requests.
+	all, err := c.instanceTypes.List(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
+	}
+	candidates := compatible(all, reqs, nodeClaim.Spec.Resources.Requests)
+	// 3. Spot when allowed and available, else on-demand; cheapest types first.
+	capacityType := chooseCapacityType(candidates, reqs)
+	plan := launchPlan(candidates, reqs, capacityType)
+	if len(plan.types) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+			"no available %s offering of the %d instance types nodeclaim %s allows fits its requests", capacityType, len(candidates), nodeClaim.Name))
+	}
+	// 4. Launch templates, then one CreateFleet call; templates found gone
+	//    are recreated and the launch retried once.
+	tags := c.tags(nc, nodeClaim)
+	inst, err := c.launch(ctx, nc, nodeClaim, capacityType, plan, tags)
+	if err != nil {
+		return nil, err
+	}
+	log.FromContext(ctx).V(1).Info("Launched instance", "NodeClaim", klog.KObj(nodeClaim), "instanceID", inst.ID,
+		"instanceType", inst.Type, "zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
+	return c.launched(nodeClaim, nc, inst, plan)
+}
+
+func (c *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim, capacityType string,
+	plan launchCandidates, tags map[string]string) (*instance.Instance, error) {
+	templateTags := maps.Clone(tags)
+	delete(templateTags, instance.TagNodeClaim)
+	templates, err := launchtemplate.Resolve(c.cluster, launchtemplate.Input{
+		NodeClass: nc, NodeClaim: nodeClaim, CapacityType: capacityType, InstanceTypes: plan.types, Tags: templateTags,
+	})
+	if err != nil {
+		return nil, cloudprovider.NewCreateError(err, "LaunchTemplateResolutionFailed", err.Error())
+	}
+	req := instance.LaunchRequest{
+		NodeClaim: nodeClaim.Name, CapacityType: capacityType, Offerings: plan.offerings,
+		Subnets: subnetsByZone(nc), Tags: tags, Context: nc.Spec.Context,
+	}
+	var names []string
+	for _, t := range templates {
+		req.Templates = append(req.Templates, instance.LaunchTemplate{Name: t.Name, ImageID: t.ImageID, InstanceTypes: t.InstanceTypes})
+		names = append(names, t.Name)
+	}
+	for attempt := 0; ; attempt++ {
+		if err := c.launchTemplates.Ensure(ctx, templates); err != nil {
+			return nil, fmt.Errorf("ensuring launch templates: %w", err)
+		}
+		inst, err := c.instances.Launch(ctx, req)
+		if createErr, ok := cloudprovider.AsCreateError(err); ok && createErr.ConditionReason == "LaunchTemplateNotFound" && attempt == 0 {
+			c.launchTemplates.Invalidate(names...)
+			continue
+		}
+		return inst, err
+	}
+}
+
+// launchCandidates are the types of a launch, cheapest first, and their
+// offerings of the chosen capacity type.
+type launchCandidates struct {
+	types     []*cloudprovider.InstanceType
+	offerings []instance.Offering
+}
+
+// compatible keeps the types the claim's requirements allow, that have an
+// available offering they allow, and whose allocatable fits the requests.
+func compatible(all []*cloudprovider.InstanceType, reqs requirements.Requirements, requests corev1.ResourceList) []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, it := range all {
+		if it.Requirements.Intersects(reqs) != nil || !fits(requests, it.Allocatable()) {
+			continue
+		}
+		if _, ok := it.CheapestOffering(offeringAllowed(reqs, "")); ok {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// offeringAllowed admits offerings in a zone and (when capacityType is set)
+// of a capacity type the requirements allow.
+func offeringAllowed(reqs requirements.Requirements, capacityType string) func(cloudprovider.Offering) bool {
+	zone, hasZone := reqs.Get(corev1.LabelTopologyZone)
+	ct, hasCT := reqs.Get(karpv1.CapacityTypeLabelKey)
+	return func(o cloudprovider.Offering) bool {
+		if capacityType != "" && o.CapacityType != capacityType {
+			return false
+		}
+		return (!hasZone || zone.Has(o.Zone)) && (!hasCT || ct.Has(o.CapacityType))
+	}
+}
+
+// chooseCapacityType is spot when the claim allows it and some candidate
+// has an available spot offering it allows, else on-demand.
+func chooseCapacityType(candidates []*cloudprovider.InstanceType, reqs requirements.Requirements) string {
+	spot := offeringAllowed(reqs, karpv1.CapacityTypeSpot)
+	for _, it := range candidates {
+		if _, ok := it.CheapestOffering(spot); ok {
+			return karpv1.CapacityTypeSpot
+		}
+	}
+	return karpv1.CapacityTypeOnDemand
+}
+
+// launchPlan orders the candidates by their cheapest offering of the
+// capacity type, keeps maxInstanceTypes of them and lists their offerings.
+func launchPlan(candidates []*cloudprovider.InstanceType, reqs requirements.Requirements, capacityType string) launchCandidates {
+	allowed := offeringAllowed(reqs, capacityType)
+	type priced struct {
+		it    *cloudprovider.InstanceType
+		price float64
+	}
+	var ps []priced
+	for _, it := range candidates {
+		if o, ok := it.CheapestOffering(allowed); ok {
+			ps = append(ps, priced{it, o.Price})
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b priced) int {
+		return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.it.Name, b.it.Name))
+	})
+	if len(ps) > maxInstanceTypes {
+		ps = ps[:maxInstanceTypes]
+	}
+	var plan launchCandidates
+	for _, p := range ps {
+		plan.types = append(plan.types, p.it)
+		for _, o := range p.it.Offerings {
+			if o.Available && allowed(o) {
+				plan.offerings = append(plan.offerings, instance.Offering{InstanceType: p.it.Name, Zone: o.Zone, Price: o.Price})
+			}
+		}
+	}
+	slices.SortStableFunc(plan.offerings, func(a, b instance.Offering) int { return cmp.Compare(a.Price, b.Price) })
+	return plan
+}
+
+// fits reports whether allocatable covers every request.
+func fits(requests, allocatable corev1.ResourceList) bool {
+	for name, q := range requests {
+		have, ok := allocatable[name]
+		if !ok {
+			if q.IsZero() {
+				continue
+			}
+			return false
+		}
+		if have.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subnetsByZone picks one subnet of the class per zone: the first the
+// status lists (the class controller orders them by available IPs).
+func subnetsByZone(nc *awsv1.EC2NodeClass) map[string]string {
+	out := map[string]string{}
+	for _, s := range nc.Status.Subnets {
+		if _, ok := out[s.Zone]; !ok {
+			out[s.Zone] = s.ID
+		}
+	}
+	return out
+}
+
+// tags are the tags of the claim's instance: the class's tags, then the
+// ones that scope it to the cluster, pool, class and claim.
+func (c *CloudProvider) tags(nc *awsv1.EC2NodeClass, nodeClaim *karpv1.NodeClaim) map[string]string {
+	tags := maps.Clone(nc.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[instance.TagClusterOwned+c.cluster.Name] = "owned"
+	tags[instance.TagEKSCluster] = c.cluster.Name
+	tags[instance.TagNodeClass] = nc.Name
+	tags[instance.TagNodePool] = nodeClaim.Labels[karpv1.NodePoolLabelKey]
+	tags[instance.TagNodeClaim] = nodeClaim.Name
+	return tags
+}
+
+// launched returns the claim with the instance's provider ID, image, labels
+// (the type's, zone, zone ID, capacity type), capacity and allocatable, and
+// the class's hash annotations.
+func (c *CloudProvider) launched(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, inst *instance.Instance, plan launchCandidates) (*karpv1.NodeClaim, error) {
+	i := slices.IndexFunc(plan.types, func(it *cloudprovider.InstanceType) bool { return it.Name == inst.Type })
+	if i < 0 {
+		return nil, fmt.Errorf("instance %s of nodeclaim %s is a %s, which the launch did not offer", inst.ID, nodeClaim.Name, inst.Type)
+	}
+	it := plan.types[i]
+	out := nodeClaim.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range it.Requirements.Labels() {
+		out.Labels[k] = v
+	}
+	out.Labels[corev1.LabelInstanceTypeStable] = inst.Type
+	out.Labels[corev1.LabelTopologyZone] = inst.Zone
+	out.Labels[karpv1.CapacityTypeLabelKey] = inst.CapacityType
+	for _, s := range nc.Status.Subnets {
+		if s.ID == inst.SubnetID && s.ZoneID != "" {
+			out.Labels[ZoneIDLabelKey] = s.ZoneID
+		}
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	for _, key := range []string{awsv1.AnnotationEC2NodeClassHash, awsv1.AnnotationEC2NodeClassHashVersion} {
+		if v, ok := nc.Annotations[key]; ok {
+			out.Annotations[key] = v
+		}
+	}
+	if nc.Status.InstanceProfile != "" {
+		out.Annotations[InstanceProfileAnnotationKey] = nc.Status.InstanceProfile
+	}
+	out.Status.ProviderID = inst.ProviderID()
+	out.Status.ImageID = inst.ImageID
+	out.Status.Capacity = it.Capacity.DeepCopy()
+	out.Status.Allocatable = it.Allocatable().DeepCopy()
+	return out, nil
+}
+
+// InstanceProfileAnnotationKey records on a NodeClaim the instance profile
+// its instance was launched with.
+const InstanceProfileAnnotationKey = awsv1.Group + "/instance-profile-name"
