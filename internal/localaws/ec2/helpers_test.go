@@ -3,6 +3,7 @@ package ec2
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -195,3 +196,7 @@ func (e *env) fleet(t *testing.T, lt string, capacityType ec2types.DefaultTarget
 	}
 	return e.client.CreateFleet(context.Background(), in)
 }
+
+// mathCeil and mathRound keep the formula test readable.
+func mathCeil(f float64) float64  { return math.Ceil(f) }
+func mathRound(f float64) float64 { return math.Round(f) }
