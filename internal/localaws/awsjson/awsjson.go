@@ -36,9 +36,13 @@ const (
 // QueryError, when set, is the `x-amzn-query-error` header value
 // ("<code>;Sender") of services that keep their awsQuery error codes (SQS).
 type Error struct {
-	Status     int
-	Type       string
-	Message    string
+	// Status is the HTTP status.
+	Status int
+	// Type is the `__type` error code.
+	Type string
+	// Message is the human-readable message.
+	Message string
+	// QueryError is the x-amzn-query-error header value, if any.
 	QueryError string
 	// Fields are extra members of the error shape (EKS's clusterName, ...).
 	Fields map[string]string
@@ -57,7 +61,9 @@ func Errorf(status int, typ, format string, args ...any) *Error {
 // SignatureDoesNotMatch); the JSON protocols append "Exception"
 // (SignatureDoesNotMatch becomes InvalidSignatureException).
 type AuthFailure struct {
-	Code    string
+	// Code is the awsQuery error code.
+	Code string
+	// Message is AWS's message for it.
 	Message string
 }
 

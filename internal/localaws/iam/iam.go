@@ -44,14 +44,18 @@ type Config struct {
 
 // Role is an IAM role.
 type Role struct {
+	// Name, Path, ID (AROA...) and ARN identify the role.
 	Name, Path, ID, ARN string
-	CreateDate          time.Time
+	// CreateDate is when AddRole created it.
+	CreateDate time.Time
 }
 
 // InstanceProfile is an IAM instance profile, as the Go API reports it.
 type InstanceProfile struct {
+	// Name, Path, ID (AIPA...) and ARN identify the profile.
 	Name, Path, ID, ARN string
-	CreateDate          time.Time
+	// CreateDate is when CreateInstanceProfile created it.
+	CreateDate time.Time
 	// Roles are the names of the profile's roles (at most one).
 	Roles []string
 	// Tags are the profile's tags.
@@ -141,8 +145,11 @@ func (s *Service) sortedProfiles() []string {
 
 // Error is an IAM error answer.
 type Error struct {
-	Status  int
-	Code    string
+	// Status is the HTTP status IAM answers with.
+	Status int
+	// Code is the <Code> the SDK matches (NoSuchEntity, ...).
+	Code string
+	// Message is the <Message>.
 	Message string
 }
 
