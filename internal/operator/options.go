@@ -134,6 +134,9 @@ func ApplyEnvironment(fs *pflag.FlagSet, lookup func(string) (string, bool)) err
 	names := envNames()
 	fs.VisitAll(func(f *pflag.Flag) {
 		env, ok := names[f.Name]
+		if !ok {
+			env, ok = UsageEnvName(f.Usage)
+		}
 		if !ok || f.Changed {
 			return
 		}
@@ -146,6 +149,26 @@ func ApplyEnvironment(fs *pflag.FlagSet, lookup func(string) (string, bool)) err
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// UsageEnvName returns the environment variable a flag's usage names in a
+// trailing "[NAME]", the convention every Dovetail flag follows, so that
+// flags registered outside this package (a cloud provider's settings) are
+// settable from the environment too.
+func UsageEnvName(usage string) (string, bool) {
+	usage = strings.TrimSpace(usage)
+	if !strings.HasSuffix(usage, "]") {
+		return "", false
+	}
+	i := strings.LastIndex(usage, "[")
+	if i < 0 {
+		return "", false
+	}
+	name := usage[i+1 : len(usage)-1]
+	if name == "" || strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		return "", false
+	}
+	return name, true
 }
 
 // Validate checks the options, naming the offending flag.

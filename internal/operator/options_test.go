@@ -70,3 +70,26 @@ func TestOptionsRejectBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestUsageEnvName(t *testing.T) {
+	cases := map[string]struct {
+		usage string
+		want  string
+		ok    bool
+	}{
+		"named":           {usage: "cluster name [CLUSTER_NAME]", want: "CLUSTER_NAME", ok: true},
+		"trailing spaces": {usage: "queue [INTERRUPTION_QUEUE]  ", want: "INTERRUPTION_QUEUE", ok: true},
+		"none":            {usage: "a flag without an environment variable"},
+		"lower case":      {usage: "see [the docs]"},
+		"empty brackets":  {usage: "odd []"},
+		"not at the end":  {usage: "[X] then text"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := UsageEnvName(tc.usage)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("UsageEnvName(%q) = %q, %v; want %q, %v", tc.usage, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
