@@ -16,6 +16,9 @@
 // NodePool requirement such as karpenter.k8s.aws/instance-gpu-count Exists or
 // Gt 0 rules the type out instead of ignoring the key.
 //
+// The AWS provider adds the topology.k8s.aws/zone-id requirement
+// (ZoneIDRequirement), from the zone IDs of its EC2NodeClass's subnets.
+//
 // The conversion allocates every value afresh; callers build the list once
 // and share the pointers read-only (InstanceType caches its allocatable).
 package ec2types
