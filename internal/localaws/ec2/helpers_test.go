@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,7 @@ func newEnv(t *testing.T, maxAttempts int) *env {
 	}
 	e.client = ec2.New(ec2.Options{
 		Region:       "us-east-1",
+		HTTPClient:   &http.Client{Transport: BufferRequestBodies(nil)},
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
@@ -200,3 +202,6 @@ func (e *env) fleet(t *testing.T, lt string, capacityType ec2types.DefaultTarget
 // mathCeil and mathRound keep the formula test readable.
 func mathCeil(f float64) float64  { return math.Ceil(f) }
 func mathRound(f float64) float64 { return math.Round(f) }
+
+// runtimeGosched yields while waiting for a goroutine to reach the clock.
+func runtimeGosched() { runtime.Gosched() }
