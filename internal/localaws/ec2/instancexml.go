@@ -179,4 +179,3 @@ func (s *Service) instanceXMLLocked(in *instance) instanceXML {
 	}
 	return x
 }
-
