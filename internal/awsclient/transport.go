@@ -1,4 +1,7 @@
-package ec2
+// Package awsclient holds what every aws-sdk-go-v2 client of Dovetail's
+// shares, whichever side it is on: the AWS provider's clients and the
+// tests and tools that drive the local AWS endpoint.
+package awsclient
 
 import (
 	"bytes"
@@ -9,10 +12,10 @@ import (
 
 // BufferRequestBodies wraps an SDK client's transport (nil: the default
 // transport) so that every request body is read into memory before it is
-// sent. Use it for the HTTPClient of SDK clients that talk to a local
+// sent. Use it for the HTTPClient of SDK clients that may talk to a local
 // endpoint:
 //
-//	HTTPClient: &http.Client{Transport: ec2.BufferRequestBodies(nil)}
+//	HTTPClient: &http.Client{Transport: awsclient.BufferRequestBodies(nil)}
 //
 // Why: smithy-go closes its request-body wrapper as soon as the response
 // headers arrive, and the closed wrapper's WriteTo returns io.EOF. net/http

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	awsprovider "github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/settings"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
@@ -17,6 +19,7 @@ type ControllerOptions struct {
 	Operator      operator.Options
 	CloudProvider string
 	Kwok          compose.KwokOptions
+	AWS           settings.Settings
 	Streams       genericiooptions.IOStreams
 }
 
@@ -42,17 +45,24 @@ noted in brackets, the environment variables Karpenter uses.`,
 	}
 	o.Operator.AddFlags(cmd.Flags())
 	o.Kwok.AddFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.CloudProvider, "cloud-provider", "kwok", "cloud provider: kwok (simulated nodes from the EC2 catalog)")
+	o.AWS.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.CloudProvider, "cloud-provider", "kwok", "cloud provider: aws (EC2) or kwok (simulated nodes from the EC2 catalog) [CLOUD_PROVIDER]")
 	return cmd
 }
 
 // Validate checks the flags.
 func (o *ControllerOptions) Validate() error {
-	if o.CloudProvider != "kwok" {
-		return fmt.Errorf("--cloud-provider %q is not supported (supported: kwok)", o.CloudProvider)
-	}
-	if err := o.Kwok.Validate(); err != nil {
-		return err
+	switch o.CloudProvider {
+	case "kwok":
+		if err := o.Kwok.Validate(); err != nil {
+			return err
+		}
+	case "aws":
+		if err := o.AWS.Validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--cloud-provider %q is not supported (supported: aws, kwok)", o.CloudProvider)
 	}
 	return o.Operator.Validate()
 }
@@ -60,9 +70,15 @@ func (o *ControllerOptions) Validate() error {
 // Run builds the operator and runs the controllers until ctx ends.
 func (o *ControllerOptions) Run(ctx context.Context) error {
 	o.Operator.WebhookDefaultNodeClass = kwok.NodeClassGVK().GroupKind()
+	if o.CloudProvider == "aws" {
+		o.Operator.WebhookDefaultNodeClass = awsprovider.NodeClassGVK().GroupKind()
+	}
 	op, err := operator.New(ctx, o.Operator, nil)
 	if err != nil {
 		return err
+	}
+	if o.CloudProvider == "aws" {
+		return compose.RunWithAWS(ctx, op, o.AWS)
 	}
 	return compose.RunWithKwok(ctx, op, o.Kwok)
 }

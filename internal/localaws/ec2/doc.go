@@ -75,7 +75,7 @@
 //     requests fail with RequestLimitExceeded), SetDescribeLag (eventual
 //     consistency of DescribeInstances), StopInstance and TerminateInstance
 //     behind the client's back.
-//   - Clients: BufferRequestBodies wraps the transport of SDK clients that
+//   - Clients: awsclient.BufferRequestBodies (internal/awsclient) wraps the transport of SDK clients that
 //     talk to a local endpoint (see its comment: smithy-go closes request
 //     bodies early, which breaks large responses from a fast server).
 //

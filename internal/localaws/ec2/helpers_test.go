@@ -3,6 +3,7 @@ package ec2
 import (
 	"context"
 	"errors"
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -55,7 +56,7 @@ func newEnv(t *testing.T, maxAttempts int) *env {
 	}
 	e.client = ec2.New(ec2.Options{
 		Region:       "us-east-1",
-		HTTPClient:   &http.Client{Transport: BufferRequestBodies(nil)},
+		HTTPClient:   &http.Client{Transport: awsclient.BufferRequestBodies(nil)},
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {

@@ -2,6 +2,7 @@ package instancetype
 
 import (
 	"context"
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -36,7 +37,7 @@ func TestAgainstLocalAWS(t *testing.T) {
 	t.Cleanup(ec2srv.Close)
 	t.Cleanup(pricesrv.Close)
 	creds := credentials.NewStaticCredentialsProvider("AKIDLOCAL", "secret", "")
-	httpClient := &http.Client{Transport: localec2.BufferRequestBodies(nil)}
+	httpClient := &http.Client{Transport: awsclient.BufferRequestBodies(nil)}
 	ec2client := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(ec2srv.URL), Credentials: creds, Retryer: aws.NopRetryer{}, HTTPClient: httpClient})
 	priceclient := awspricing.New(awspricing.Options{Region: "us-east-1", BaseEndpoint: aws.String(pricesrv.URL), Credentials: creds, Retryer: aws.NopRetryer{}, HTTPClient: httpClient})
 

@@ -11,13 +11,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -28,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
 )
 
@@ -61,6 +65,10 @@ type Settings struct {
 	EndpointURL string
 	// MaxAttempts bounds the SDK's retries of throttled and failed calls.
 	MaxAttempts int
+	// StaticAccessKeyID and StaticSecretAccessKey, when set, replace the
+	// SDK's credential chain. Not flags: dovetail up sets them to the local
+	// AWS endpoint's fixed credentials.
+	StaticAccessKeyID, StaticSecretAccessKey string
 }
 
 // AddFlags registers the settings' flags.
@@ -129,6 +137,9 @@ func (s *Settings) LoadConfig(ctx context.Context, throttles *prometheus.Counter
 			throttles: throttles,
 		}
 	}))
+	if s.StaticAccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.StaticAccessKeyID, s.StaticSecretAccessKey, "")))
+	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("loading AWS configuration: %w", err)
@@ -139,6 +150,9 @@ func (s *Settings) LoadConfig(ctx context.Context, throttles *prometheus.Counter
 	if s.EndpointURL != "" {
 		cfg.BaseEndpoint = aws.String(s.EndpointURL)
 	}
+	// Request bodies are buffered so that a fast endpoint's answer never
+	// races smithy-go's early close of the body (see awsclient).
+	cfg.HTTPClient = &http.Client{Transport: awsclient.BufferRequestBodies(awshttp.NewBuildableClient().GetTransport())}
 	return cfg, nil
 }
 

@@ -1,0 +1,42 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+
+	awsprovider "github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/settings"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+)
+
+// RunWithAWS composes the AWS provider and every controller on the
+// operator and runs them until ctx ends. A missing or invalid setting stops
+// it before anything runs, naming the setting.
+func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings) error {
+	rt, err := awsprovider.Build(ctx, awsprovider.Deps{
+		Settings:   s,
+		KubeClient: op.KubeClient,
+		APIReader:  op.Manager.GetAPIReader(),
+		RESTConfig: op.RESTConfig,
+		Clock:      op.Clock,
+		Recorder:   op.Recorder,
+		Registerer: op.Registry,
+	})
+	if err != nil {
+		return fmt.Errorf("building the aws cloud provider: %w", err)
+	}
+	deps := controllers.Dependencies{
+		Clock: op.Clock, KubeClient: op.KubeClient, Cluster: state.NewCluster(op.Clock),
+		CloudProvider: rt.CloudProvider, Recorder: op.Recorder, Metrics: op.Metrics,
+	}
+	all := controllers.NewControllers(deps, ControllerOptions(op.Options))
+	for _, c := range rt.Controllers {
+		all = append(all, c)
+	}
+	if err := controllers.Register(ctx, op.Manager, all); err != nil {
+		return fmt.Errorf("registering controllers: %w", err)
+	}
+	return op.Start(ctx)
+}
