@@ -11,6 +11,7 @@ import (
 
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
+	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 )
 
@@ -34,6 +35,10 @@ type UpOptions struct {
 	MetricsPort int
 	// LogLevel of the controller.
 	LogLevel string
+	// Cloud is the cloud provider: aws (the local AWS endpoint) or kwok.
+	Cloud string
+	// AWSPort is the local AWS endpoint's port; zero picks a free one.
+	AWSPort int
 	// Kwok configures the simulated cloud.
 	Kwok compose.KwokOptions
 
@@ -47,11 +52,21 @@ func NewUpCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "up",
 		Short: "Run a local cluster with Dovetail until interrupted",
 		Long: `Starts etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok
-on loopback ports, installs Dovetail's CRDs, creates a default KWOKNodeClass and
-NodePool, runs the Dovetail controller in-process (simulated EC2-shaped nodes
-from the embedded catalog) and prints the KUBECONFIG to use. It stays up until
-interrupted (Ctrl-C), then stops everything it started. On a fresh checkout the
-first run builds the pinned control-plane binaries into bin/.`,
+on loopback ports and installs Dovetail's CRDs.
+
+With --cloud aws (the default) it also starts a local AWS endpoint (EC2, IAM,
+SSM, Pricing, SQS and EKS DescribeCluster over AWS's wire protocols, with a
+seeded account: a VPC with a subnet per zone, security groups, the node role,
+EKS-optimized AMIs), creates the default EC2NodeClass (al2023@latest, subnets
+and security groups by the karpenter.sh/discovery tag, role
+KarpenterNodeRole-dovetail) and NodePool, and runs the Dovetail controller with
+the AWS provider against it: launched instances boot as kwok Nodes. With
+--cloud kwok it creates a KWOKNodeClass and NodePool and runs the kwok provider.
+
+It prints the KUBECONFIG to use (and, for aws, the endpoint URL for the AWS
+CLI), stays up until interrupted (Ctrl-C), then stops everything it started. On
+a fresh checkout the first run builds the pinned control-plane binaries into
+bin/.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -69,8 +84,24 @@ first run builds the pinned control-plane binaries into bin/.`,
 	cmd.Flags().BoolVar(&o.NoDefaults, "no-default-nodepool", false, "do not create the default KWOKNodeClass and NodePool")
 	cmd.Flags().IntVar(&o.MetricsPort, "metrics-port", 0, "serve the controller's Prometheus metrics on this port (0: off)")
 	cmd.Flags().StringVar(&o.LogLevel, "log-level", "info", "controller log level: debug, info or error")
+	cmd.Flags().StringVar(&o.Cloud, "cloud", CloudAWS, "cloud provider: aws (a local AWS endpoint whose instances become kwok Nodes; default EC2NodeClass and NodePool) or kwok (KWOKNodeClass)")
+	cmd.Flags().IntVar(&o.AWSPort, "aws-port", 0, "port of the local AWS endpoint on 127.0.0.1 with --cloud aws (default: a free port)")
 	o.Kwok.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// The clouds dovetail up and dovetail demo run on.
+const (
+	CloudAWS  = "aws"
+	CloudKwok = "kwok"
+)
+
+// validateCloud names the flag when the cloud is not one of the supported.
+func validateCloud(cloud string) error {
+	if cloud != CloudAWS && cloud != CloudKwok {
+		return fmt.Errorf("--cloud %q is not supported (supported: %s, %s)", cloud, CloudAWS, CloudKwok)
+	}
+	return nil
 }
 
 // Validate checks the flags, naming the offending one.
@@ -80,6 +111,12 @@ func (o *UpOptions) Validate() error {
 	}
 	if o.MetricsPort < 0 || o.MetricsPort > 65535 {
 		return fmt.Errorf("--metrics-port %d is out of range 0-65535", o.MetricsPort)
+	}
+	if err := validateCloud(o.Cloud); err != nil {
+		return err
+	}
+	if o.AWSPort < 0 || o.AWSPort > 65535 {
+		return fmt.Errorf("--aws-port %d is out of range 0-65535", o.AWSPort)
 	}
 	if err := o.Kwok.Validate(); err != nil {
 		return err
@@ -93,13 +130,20 @@ func (o *UpOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(o.Streams.ErrOut, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok ...")
-	cluster, err := localcluster.Start(ctx, controlplane.Options{
+	cpOpts := controlplane.Options{
 		BinDir:        binDir,
 		WorkDir:       o.WorkDir,
 		KeepWorkDir:   o.KeepWorkDir,
 		APIServerPort: o.APIServerPort,
-	}, !o.NoDefaults)
+	}
+	var cluster *localcluster.Cluster
+	if o.Cloud == CloudAWS {
+		fmt.Fprintln(o.Streams.ErrOut, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok and the local AWS endpoint ...")
+		cluster, err = localcluster.StartAWS(ctx, cpOpts, localcluster.AWSOptions{Port: o.AWSPort}, !o.NoDefaults)
+	} else {
+		fmt.Fprintln(o.Streams.ErrOut, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok ...")
+		cluster, err = localcluster.Start(ctx, cpOpts, !o.NoDefaults)
+	}
 	if err != nil {
 		return err
 	}
@@ -124,10 +168,18 @@ func (o *UpOptions) Run(ctx context.Context) error {
 	var controller *localcluster.Controller
 	if !o.NoController {
 		opts := localcluster.OperatorOptions()
+		if o.Cloud == CloudAWS {
+			opts = localcluster.AWSOperatorOptions()
+		}
 		opts.MetricsPort = o.MetricsPort
 		opts.LogLevel = o.LogLevel
 		opts.LogWriter = o.Streams.ErrOut
-		if controller, err = cluster.StartController(ctx, opts, o.Kwok); err != nil {
+		if o.Cloud == CloudAWS {
+			controller, err = cluster.StartAWSController(ctx, opts, cluster.AWSSettings())
+		} else {
+			controller, err = cluster.StartController(ctx, opts, o.Kwok)
+		}
+		if err != nil {
 			return fmt.Errorf("starting the Dovetail controller: %w", err)
 		}
 		defer func() {
@@ -136,7 +188,12 @@ func (o *UpOptions) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	fmt.Fprintf(o.Streams.Out, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", kubeconfig, binDir, cp.LogDir)
+	fmt.Fprintf(o.Streams.Out, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n", kubeconfig, binDir)
+	if cluster.AWS != nil {
+		fmt.Fprintf(o.Streams.Out, "\nThe local AWS endpoint (region %s, cluster %s) answers the AWS CLI too:\n\n  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s\n  aws --endpoint-url %s ec2 describe-instances\n",
+			cluster.AWS.Region(), cluster.AWS.ClusterName(), localaws.AccessKeyID, localaws.SecretAccessKey, cluster.AWS.Region(), cluster.AWS.URL())
+	}
+	fmt.Fprintf(o.Streams.Out, "\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", cp.LogDir)
 	return waitUntilDone(ctx, cp, controller)
 }
 

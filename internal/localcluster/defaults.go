@@ -50,3 +50,28 @@ func DefaultNodePool() *v1.NodePool {
 		},
 	}
 }
+
+// DefaultEC2NodeClass is the v1 API document's EC2NodeClass with the
+// discovery tag and role filled in for the local AWS endpoint's account:
+// the newest AL2023 AMIs, the subnets and security groups tagged
+// karpenter.sh/discovery: <cluster>, and the role KarpenterNodeRole-<cluster>.
+func DefaultEC2NodeClass(clusterName string) *awsv1.EC2NodeClass {
+	discovery := map[string]string{"karpenter.sh/discovery": clusterName}
+	return &awsv1.EC2NodeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultName},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: discovery}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: discovery}},
+			Role:                       "KarpenterNodeRole-" + clusterName,
+		},
+	}
+}
+
+// DefaultAWSNodePool is DefaultNodePool on the default EC2NodeClass.
+func DefaultAWSNodePool() *v1.NodePool {
+	np := DefaultNodePool()
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: DefaultName}
+	return np
+}

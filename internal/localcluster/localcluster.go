@@ -22,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/compose"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/crdinstall"
+	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 )
 
@@ -30,6 +31,9 @@ type Cluster struct {
 	ControlPlane *controlplane.ControlPlane
 	// Client talks to the API server directly (no cache).
 	Client client.Client
+	// AWS is the local AWS endpoint of a cluster started with StartAWS; nil
+	// for the kwok provider's clusters.
+	AWS *localaws.Server
 }
 
 // Start starts the full control plane, installs the CRDs and, when
@@ -75,8 +79,15 @@ func setup(ctx context.Context, cp *controlplane.ControlPlane, defaults bool) (*
 	return c, nil
 }
 
-// Stop stops the control plane.
-func (c *Cluster) Stop() error { return c.ControlPlane.Stop() }
+// Stop stops the local AWS endpoint, if any, and the control plane.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.AWS != nil {
+		errs = append(errs, c.AWS.Stop())
+	}
+	errs = append(errs, c.ControlPlane.Stop())
+	return errors.Join(errs...)
+}
 
 // OperatorOptions returns the operator's defaults for a local, single-replica
 // controller: no leader election, no metrics or probe ports, console logs,
@@ -104,6 +115,15 @@ type Controller struct {
 // StartController runs the Dovetail controller (kwok provider) against the
 // cluster in the background until Stop.
 func (c *Cluster) StartController(ctx context.Context, opOpts operator.Options, kwokOpts compose.KwokOptions) (*Controller, error) {
+	return c.startController(ctx, opOpts, func(ctx context.Context, op *operator.Operator) error {
+		return compose.RunWithKwok(ctx, op, kwokOpts)
+	})
+}
+
+// startController builds the operator (serving the conversion webhook to
+// the local API server unless disabled) and runs the composition in the
+// background.
+func (c *Cluster) startController(ctx context.Context, opOpts operator.Options, run func(context.Context, *operator.Operator) error) (*Controller, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	if !opOpts.DisableWebhook {
 		port, err := freePort()
@@ -132,7 +152,7 @@ func (c *Cluster) StartController(ctx context.Context, opOpts operator.Options, 
 	}
 	ctrl := &Controller{cancel: cancel, done: make(chan struct{})}
 	go func() {
-		ctrl.err = compose.RunWithKwok(ctx, op, kwokOpts)
+		ctrl.err = run(ctx, op)
 		close(ctrl.done)
 	}()
 	return ctrl, nil

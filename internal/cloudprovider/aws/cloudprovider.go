@@ -188,4 +188,3 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance) *karpv1.NodeClaim {
 	}
 	return nc
 }
-

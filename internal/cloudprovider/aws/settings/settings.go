@@ -85,6 +85,12 @@ func (s *Settings) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&s.MaxAttempts, "aws-max-attempts", 5, "attempts per AWS call, retries of throttled and failed calls included [AWS_MAX_ATTEMPTS]")
 }
 
+// AddFlagsDefaults sets every setting to its flag's default, for callers
+// that build Settings without parsing flags.
+func (s *Settings) AddFlagsDefaults() {
+	s.AddFlags(pflag.NewFlagSet("defaults", pflag.ContinueOnError))
+}
+
 // Validate reports every missing or invalid setting, naming its flag and
 // environment variable.
 func (s *Settings) Validate() error {
