@@ -1,0 +1,2 @@
+// Package interruption is the AWS provider's interruption controller.
+package interruption
