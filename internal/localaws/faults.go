@@ -85,6 +85,9 @@ func (s *Server) SendSpotInterruption(instanceID string) error {
 	if err := s.checkInstance(instanceID); err != nil {
 		return fmt.Errorf("sending a spot interruption warning: %w", err)
 	}
+	if s.ctx.Err() != nil {
+		return fmt.Errorf("sending a spot interruption warning for %s: the endpoint is stopped", instanceID)
+	}
 	if err := s.sendEvent("spot interruption warning", sqs.SpotInterruptionWarning(s.envelope(), instanceID, "terminate")); err != nil {
 		return err
 	}

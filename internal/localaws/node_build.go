@@ -49,9 +49,9 @@ func (b *NodeBridge) buildNode(inst ec2.Instance) (*corev1.Node, string) {
 	if inst.Architecture == ArchARM64 {
 		arch = "arm64"
 	}
-	os := "linux"
+	osName := "linux"
 	if strings.HasPrefix(string(catalogFamily), "Windows") {
-		os = "windows"
+		osName = "windows"
 	}
 	labels := maps.Clone(boot.Labels)
 	if labels == nil {
@@ -60,8 +60,8 @@ func (b *NodeBridge) buildNode(inst ec2.Instance) (*corev1.Node, string) {
 	// What the kubelet sets ...
 	labels[corev1.LabelHostname] = inst.PrivateDNSName
 	labels[corev1.LabelArchStable] = arch
-	labels[corev1.LabelOSStable] = os
-	if build, ok := it.Labels[labelWindowsBuild]; ok && os == "windows" {
+	labels[corev1.LabelOSStable] = osName
+	if build, ok := it.Labels[labelWindowsBuild]; ok && osName == "windows" {
 		labels[labelWindowsBuild] = build
 	}
 	// ... and what the cloud controller manager sets.
@@ -87,7 +87,7 @@ func (b *NodeBridge) buildNode(inst ec2.Instance) (*corev1.Node, string) {
 			},
 			NodeInfo: corev1.NodeSystemInfo{
 				Architecture:    arch,
-				OperatingSystem: os,
+				OperatingSystem: osName,
 				KubeletVersion:  "v" + cfg.KubernetesVersion + ".0",
 				MachineID:       inst.ID,
 				SystemUUID:      inst.ID,

@@ -297,3 +297,46 @@ func TestWrongBootstrapMakesNoNode(t *testing.T) {
 
 // metaName is the metadata of a cluster-scoped object named name.
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// TestBridgeResyncsOnStartAndFollowsStops starts a bridge after an instance
+// is already running (it registers the Node from its resync), then stops the
+// instance behind the client's back (the Node goes).
+func TestBridgeResyncsOnStartAndFollowsStops(t *testing.T) {
+	clk := testclock.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := localaws.Start(ctx, localaws.Config{ClusterName: cluster, ClusterEndpoint: testEnv.ControlPlane.RESTConfig.Host, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop() }()
+	cfg, err := s.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &endpoint{server: s, ec2: awsec2.NewFromConfig(cfg), clock: clk}
+	id := e.launch(t, "karpenter.k8s.aws/resync", al2023UserData(cluster, testEnv.ControlPlane.RESTConfig.Host))
+	e.boot()
+	inst, _ := s.EC2().Instance(id)
+	if inst.State != ec2.StateRunning {
+		t.Fatalf("instance %s, want running", inst.State)
+	}
+
+	bridgeCtx, stopBridge := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		localaws.NewNodeBridge(s, testEnv.Client).Run(bridgeCtx)
+	}()
+	defer func() { stopBridge(); <-done }()
+	key := client.ObjectKey{Name: inst.PrivateDNSName}
+	env.Eventually(t, 30*time.Second, "node "+key.Name+" registers from the resync", func(ctx context.Context) (bool, error) {
+		return testEnv.Client.Get(ctx, key, &corev1.Node{}) == nil, nil
+	})
+	if err := s.StopInstance(id); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, 30*time.Second, "node "+key.Name+" is deleted after the stop", func(ctx context.Context) (bool, error) {
+		return !env.Exists(ctx, t, testEnv.Client, &corev1.Node{ObjectMeta: metaName(key.Name)}), nil
+	})
+}
