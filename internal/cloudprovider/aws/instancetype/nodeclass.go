@@ -2,7 +2,6 @@ package instancetype
 
 import (
 	"maps"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -21,27 +20,10 @@ type Settings struct {
 	ReservedENIs int
 }
 
-// AMIFamily returns the AMI family of an EC2NodeClass: spec.amiFamily, else
-// the family of its alias term (al2023@latest -> AL2023), else AL2023.
+// AMIFamily returns the AMI family of an EC2NodeClass (EC2NodeClass.AMIFamily)
+// as the catalog names it.
 func AMIFamily(nc *awsv1.EC2NodeClass) catalog.AMIFamily {
-	if f := nc.Spec.AMIFamily; f != nil && *f != "" {
-		return catalog.AMIFamily(*f)
-	}
-	for _, term := range nc.Spec.AMISelectorTerms {
-		if term.Alias == "" {
-			continue
-		}
-		family, _, _ := strings.Cut(term.Alias, "@")
-		for _, f := range []string{
-			awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket,
-			awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025,
-		} {
-			if strings.EqualFold(family, f) {
-				return catalog.AMIFamily(f)
-			}
-		}
-	}
-	return catalog.AMIFamilyAL2023
+	return catalog.AMIFamily(nc.AMIFamily())
 }
 
 // ephemeralDevice is the device whose volume holds a family's ephemeral

@@ -221,8 +221,10 @@ func TestAMIFamily(t *testing.T) {
 		"alias":                {alias: "al2@latest", want: catalog.AMIFamilyAL2},
 		"windows alias":        {alias: "windows2022@latest", want: catalog.AMIFamilyWindows2022},
 		"Custom with an alias": {family: ptr("Custom"), alias: "al2023@v20240625", want: catalog.AMIFamilyCustom},
-		"neither":              {want: catalog.AMIFamilyAL2023},
-		"bottlerocket alias":   {alias: "bottlerocket@v1.20.3", want: catalog.AMIFamilyBottlerocket},
+		// Admission requires amiFamily without an alias; an object that got
+		// past it anyway is treated as Custom, which injects nothing.
+		"neither":            {want: catalog.AMIFamilyCustom},
+		"bottlerocket alias": {alias: "bottlerocket@v1.20.3", want: catalog.AMIFamilyBottlerocket},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -169,16 +169,8 @@ func readyVerdict(conditions []metav1.Condition) verdict {
 	return ok(ReasonReady)
 }
 
-// Family is the class's AMI family: spec.amiFamily, else the family its
-// alias names, else "".
+// Family is the class's AMI family (EC2NodeClass.AMIFamily): spec.amiFamily,
+// else the family its alias names, else Custom.
 func Family(nodeClass *v1.EC2NodeClass) string {
-	if f := nodeClass.Spec.AMIFamily; f != nil && *f != "" {
-		return *f
-	}
-	for _, term := range nodeClass.Spec.AMISelectorTerms {
-		if term.Alias != "" {
-			return ami.FamilyOfAlias(term.Alias)
-		}
-	}
-	return ""
+	return nodeClass.AMIFamily()
 }
