@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/eks"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/iam"
@@ -280,6 +281,7 @@ func (s *Server) AWSConfig(ctx context.Context) (aws.Config, error) {
 		Region:       s.cfg.Region,
 		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(AccessKeyID, SecretAccessKey, "")),
 		BaseEndpoint: aws.String(s.url),
-		HTTPClient:   &http.Client{Timeout: time.Minute},
+		// Request bodies are buffered: see awsclient.BufferRequestBodies.
+		HTTPClient: &http.Client{Timeout: time.Minute, Transport: awsclient.BufferRequestBodies(nil)},
 	}, nil
 }
