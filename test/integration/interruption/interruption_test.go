@@ -26,7 +26,9 @@ func TestSpotInterruption(t *testing.T) {
 
 	node := inst.node.DeepCopy()
 	env.Get(h.ctx, t, testEnv.Client, node)
-	if !slices.ContainsFunc(node.Spec.Taints, func(tt corev1.Taint) bool { return tt.Key == v1.DisruptedTaintKey && tt.Effect == corev1.TaintEffectNoSchedule }) {
+	if !slices.ContainsFunc(node.Spec.Taints, func(tt corev1.Taint) bool {
+		return tt.Key == v1.DisruptedTaintKey && tt.Effect == corev1.TaintEffectNoSchedule
+	}) {
 		t.Errorf("Node taints %v lack %s:NoSchedule", node.Spec.Taints, v1.DisruptedTaintKey)
 	}
 	h.events.Expect(t, interruption.ReasonSpotInterrupted, inst.claim.Name, "Spot interruption")
