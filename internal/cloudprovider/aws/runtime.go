@@ -66,6 +66,11 @@ type Runtime struct {
 		Register(ctx context.Context, mgr manager.Manager) error
 	}
 	Clients sdk.Clients
+	// NodeClasses is the EC2NodeClass controller (also in Controllers), for
+	// tests that reconcile directly.
+	NodeClasses *nodeclass.Controller
+	// LaunchTemplates is the launch-template provider, for tests and tools.
+	LaunchTemplates *launchtemplate.Provider
 }
 
 // Build composes the AWS provider: SDK clients, the cluster facts nodes
@@ -133,7 +138,7 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		Recorder:              eventf{deps.Recorder},
 	})
 	provider := New(deps.KubeClient, deps.Clock, cluster, instanceTypes, templates, instances)
-	rt := &Runtime{CloudProvider: provider, Clients: clients}
+	rt := &Runtime{CloudProvider: provider, Clients: clients, NodeClasses: nodeClasses, LaunchTemplates: templates}
 	rt.Controllers = append(rt.Controllers, nodeClasses,
 		&loop{name: "aws.pricing", clock: deps.Clock, period: PricingRefreshPeriod, run: prices.Refresh},
 		&loop{name: "aws.launchtemplate.gc", clock: deps.Clock, period: LaunchTemplateGCPeriod, run: templates.DeleteUnused},

@@ -25,8 +25,16 @@ import (
 
 // Cache lifetimes.
 const (
-	// AliasParameterTTL is how long an alias's SSM parameter value is reused.
+	// AliasParameterTTL is how long the SSM parameter of a pinned alias
+	// version (al2023@v20240807) is reused: it never changes.
 	AliasParameterTTL = 24 * time.Hour
+	// LatestAliasParameterTTL is how long the parameter of an @latest alias
+	// is reused. EKS moves it to each new release; Karpenter keeps it for 24
+	// hours (dropping it early only when its image is deprecated), so a new
+	// AMI can take a day to be noticed. Dovetail asks again every minute, as
+	// often as it refreshes the class: a handful of GetParameter calls per
+	// class per minute, well inside SSM's rate limits.
+	LatestAliasParameterTTL = time.Minute
 	// UserParameterTTL is how long a user's ssmParameter value is reused.
 	UserParameterTTL = 5 * time.Minute
 	// ImagesTTL is how long a DescribeImages answer is reused.
@@ -99,7 +107,11 @@ func (p *Provider) listAlias(ctx context.Context, field, raw string) ([]v1.AMI, 
 	ids := map[string][]Parameter{}
 	var order []string
 	for _, param := range params {
-		id, found, err := p.parameter(ctx, param.Path, AliasParameterTTL)
+		ttl := AliasParameterTTL
+		if alias.Version == VersionLatest {
+			ttl = LatestAliasParameterTTL
+		}
+		id, found, err := p.parameter(ctx, param.Path, ttl)
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s %q: %w", field, raw, err)
 		}
