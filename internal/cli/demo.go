@@ -11,6 +11,8 @@ import (
 
 // DemoOptions configure `dovetail demo`.
 type DemoOptions struct {
+	// Cloud is the cloud provider: aws (the local AWS endpoint) or kwok.
+	Cloud       string
 	BinDir      string
 	KeepWorkDir bool
 	Streams     genericiooptions.IOStreams
@@ -22,8 +24,17 @@ func NewDemoCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)",
-		Long: `Starts a local control plane with simulated EC2-shaped nodes, runs Dovetail,
-deploys three workloads (one spread over zones, one guarded by a
+		Long: `Starts a local control plane and runs Dovetail on it.
+
+With --cloud aws (the default) a local AWS endpoint runs beside it (EC2, IAM,
+SSM, Pricing, SQS, EKS): the demo applies the EC2NodeClass and NodePool of
+Karpenter's v1 API, shows what the EC2NodeClass resolved (subnets, security
+groups, AMIs, instance profile), and the nodes are EC2 instances that boot as
+kwok Nodes, shown with their instance and AMI IDs; at the end it deletes the
+NodePool and checks that no instance is left running. With --cloud kwok the
+nodes are simulated EC2-shaped nodes of a KWOKNodeClass.
+
+The demo deploys three workloads (one spread over zones, one guarded by a
 PodDisruptionBudget, one memory-heavy) and shows the nodes Dovetail launches
 with their type, zone, capacity type and price. Then it deletes a node and
 follows the drain, which never breaks the PodDisruptionBudget. Finally it
@@ -38,13 +49,19 @@ fresh checkout builds the control-plane binaries (10-15 minutes).`,
 			return o.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&o.Cloud, "cloud", CloudAWS, "cloud provider: aws (a local AWS endpoint whose instances become kwok Nodes; the v1 EC2NodeClass and NodePool) or kwok (KWOKNodeClass)")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "directory holding the control-plane binaries (default: bin/ of the Dovetail checkout, built on first use)")
 	cmd.Flags().BoolVar(&o.KeepWorkDir, "keep-work-dir", false, "keep the control plane's work directory (component and controller logs)")
 	return cmd
 }
 
 // Validate checks the flags.
-func (o *DemoOptions) Validate() error { return validateBinDir(o.BinDir) }
+func (o *DemoOptions) Validate() error {
+	if err := validateCloud(o.Cloud); err != nil {
+		return err
+	}
+	return validateBinDir(o.BinDir)
+}
 
 // Run tells the demo's story.
 func (o *DemoOptions) Run(ctx context.Context) error {
@@ -52,6 +69,6 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = demo.Run(ctx, demo.Options{BinDir: binDir, KeepWorkDir: o.KeepWorkDir, Out: o.Streams.Out})
+	_, err = demo.Run(ctx, demo.Options{Cloud: o.Cloud, BinDir: binDir, KeepWorkDir: o.KeepWorkDir, Out: o.Streams.Out})
 	return err
 }

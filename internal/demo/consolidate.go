@@ -105,6 +105,9 @@ func (s *story) consolidate(ctx context.Context) error {
 			fmt.Fprintf(s.out, "  [%6s] %s\n", s.since(began), line)
 			last, quietSince = line, now
 		}
+		if s.ec2 != nil {
+			s.ec2.narrate(s.out, s.since(began))
+		}
 		settled := p.running == want && p.pending == 0 && view.disrupting == 0 && view.cost < before
 		return settled && now.Sub(quietSince) >= settleWindow, nil
 	})

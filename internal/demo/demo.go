@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,8 +26,19 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 )
 
+// The clouds the demo runs on.
+const (
+	// CloudAWS runs the AWS provider against a local AWS endpoint: an
+	// EC2NodeClass, EC2 instances that boot as Nodes.
+	CloudAWS = "aws"
+	// CloudKwok runs the kwok provider: a KWOKNodeClass, simulated nodes.
+	CloudKwok = "kwok"
+)
+
 // Options configure the demo.
 type Options struct {
+	// Cloud is CloudAWS (the default when empty) or CloudKwok.
+	Cloud string
 	// BinDir holds the control-plane binaries.
 	BinDir string
 	// KeepWorkDir keeps the control plane's logs (including dovetail.log).
@@ -53,6 +65,14 @@ type Summary struct {
 	ConsolidatedNodes     int
 	ConsolidatedCost      float64
 	ConsolidationDuration time.Duration
+
+	// On CloudAWS: whether the EC2NodeClass became Ready, the EC2 instances
+	// launched and terminated over the whole demo, and the instances still
+	// pending or running after the cleanup.
+	NodeClassReady       bool
+	InstancesLaunched    int
+	InstancesTerminated  int
+	InstancesLeftRunning int
 }
 
 // story carries the demo's state between steps.
@@ -64,6 +84,8 @@ type story struct {
 	clientset kubernetes.Interface
 	prices    catalog.Prices
 	summary   Summary
+	// ec2 is the AWS side of the story; nil on CloudKwok.
+	ec2 *ec2Story
 }
 
 // Run tells the story and returns what it measured.
@@ -73,6 +95,12 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if opts.StepTimeout == 0 {
 		opts.StepTimeout = 2 * time.Minute
+	}
+	if opts.Cloud == "" {
+		opts.Cloud = CloudAWS
+	}
+	if opts.Cloud != CloudAWS && opts.Cloud != CloudKwok {
+		return nil, fmt.Errorf("cloud %q is not supported (supported: %s, %s)", opts.Cloud, CloudAWS, CloudKwok)
 	}
 	s := &story{opts: opts, out: opts.Out, clock: opts.Clock}
 	var err error
@@ -86,25 +114,53 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	defer stop()
-	for _, step := range []func(context.Context) error{s.provision, s.drain, s.consolidate} {
+	steps := []func(context.Context) error{s.provision, s.drain, s.consolidate}
+	if s.ec2 != nil {
+		steps = append([]func(context.Context) error{s.applyEC2Defaults}, append(steps, s.cleanupEC2)...)
+	}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return &s.summary, err
 		}
 	}
 	s.printSummary()
+	if s.ec2 != nil {
+		if err := s.printEC2Summary(ctx); err != nil {
+			return &s.summary, err
+		}
+	}
 	return &s.summary, nil
 }
 
-// start brings up the cluster and the controller; stop undoes both.
+// start brings up the cluster and the controller; stop undoes both. On
+// CloudAWS the cluster has a local AWS endpoint and no NodePool yet
+// (applyEC2Defaults creates it); on CloudKwok it has the default
+// KWOKNodeClass and NodePool.
+//
+// While the demo runs, the process's standard logger writes to the
+// controller's log: Go's HTTP servers (the conversion webhook's among them)
+// report errors such as TLS handshake failures there, which would otherwise
+// interleave with the narration.
 func (s *story) start(ctx context.Context) (func(), error) {
 	began := s.clock.Now()
-	fmt.Fprint(s.out, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok ... ")
-	cluster, err := localcluster.Start(ctx, controlplane.Options{BinDir: s.opts.BinDir, KeepWorkDir: s.opts.KeepWorkDir}, true)
+	cpOpts := controlplane.Options{BinDir: s.opts.BinDir, KeepWorkDir: s.opts.KeepWorkDir}
+	var cluster *localcluster.Cluster
+	var err error
+	if s.opts.Cloud == CloudAWS {
+		fmt.Fprint(s.out, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok and a local AWS endpoint ... ")
+		cluster, err = localcluster.StartAWS(ctx, cpOpts, localcluster.AWSOptions{}, false)
+	} else {
+		fmt.Fprint(s.out, "Starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok ... ")
+		cluster, err = localcluster.Start(ctx, cpOpts, true)
+	}
 	if err != nil {
 		fmt.Fprintln(s.out, "failed")
 		return nil, err
 	}
 	s.cluster = cluster
+	if cluster.AWS != nil {
+		s.ec2 = newEC2Story(cluster.AWS)
+	}
 	if s.clientset, err = kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig); err != nil {
 		return nil, errors.Join(fmt.Errorf("creating clientset: %w", err), cluster.Stop())
 	}
@@ -113,23 +169,41 @@ func (s *story) start(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("creating controller log: %w", err), cluster.Stop())
 	}
+	stdLog := log.Writer()
+	log.SetOutput(logFile)
 	opOpts := localcluster.OperatorOptions()
+	if s.ec2 != nil {
+		opOpts = localcluster.AWSOperatorOptions()
+	}
 	opOpts.LogWriter = logFile
 	opOpts.DisruptionValidationDelay = demoValidationDelay
-	controller, err := cluster.StartController(ctx, opOpts, compose.KwokOptions{})
+	var controller *localcluster.Controller
+	if s.ec2 != nil {
+		controller, err = cluster.StartAWSController(ctx, opOpts, cluster.AWSSettings())
+	} else {
+		controller, err = cluster.StartController(ctx, opOpts, compose.KwokOptions{})
+	}
 	if err != nil {
+		log.SetOutput(stdLog)
 		_ = logFile.Close()
 		return nil, errors.Join(err, cluster.Stop())
 	}
 	fmt.Fprintf(s.out, "ok (%s)\n", s.since(began))
-	fmt.Fprintln(s.out, "Dovetail is running with the default NodePool: c, m and r instances of generation > 2,")
-	fmt.Fprintln(s.out, "spot or on-demand, in us-east-1a/b/c, priced from the embedded EC2 catalog.")
+	if s.ec2 != nil {
+		fmt.Fprintln(s.out, "Dovetail is running with its AWS provider, which talks to the local AWS endpoint with the")
+		fmt.Fprintln(s.out, "AWS SDK exactly as it would talk to AWS.")
+	} else {
+		fmt.Fprintln(s.out, "Dovetail is running with the default NodePool: c, m and r instances of generation > 2,")
+		fmt.Fprintln(s.out, "spot or on-demand, in us-east-1a/b/c, priced from the embedded EC2 catalog.")
+	}
 	if s.opts.KeepWorkDir {
 		fmt.Fprintf(s.out, "Controller log: %s\n", logPath)
 	}
 	return func() {
 		fmt.Fprint(s.out, "\nStopping the controller and the control plane ... ")
-		errs := []error{controller.Stop(), logFile.Close(), cluster.Stop()}
+		errs := []error{controller.Stop(), cluster.Stop()}
+		log.SetOutput(stdLog)
+		errs = append(errs, logFile.Close())
 		if err := errors.Join(errs...); err != nil {
 			fmt.Fprintf(s.out, "error: %v\n", err)
 			return
@@ -166,6 +240,10 @@ func (s *story) provision(ctx context.Context) error {
 			return false, err
 		}
 		line := fmt.Sprintf("pending %-3d running %-3d nodeclaims %-3d nodes ready %d", p.pending, p.running, p.claims, p.readyNodes)
+		if s.ec2 != nil {
+			line = fmt.Sprintf("pending %-3d running %-3d nodeclaims %-3d EC2 instances %-3d nodes ready %d",
+				p.pending, p.running, p.claims, len(s.ec2.running()), p.readyNodes)
+		}
 		if line != last {
 			fmt.Fprintf(s.out, "  [%6s] %s\n", s.since(began), line)
 			last = line
@@ -176,7 +254,12 @@ func (s *story) provision(ctx context.Context) error {
 		return fmt.Errorf("waiting for every pod to run: %w", err)
 	}
 	s.summary.Pods, s.summary.TimeToRunning = total, s.clock.Since(began)
-	fmt.Fprintf(s.out, "All %d pods Running %s after the workloads were created. Dovetail launched:\n\n", total, s.since(began))
+	launched := ""
+	if s.ec2 != nil {
+		fresh, _ := s.ec2.observe()
+		launched = fmt.Sprintf(" %d EC2 instances (CreateFleet), booted as", len(fresh))
+	}
+	fmt.Fprintf(s.out, "All %d pods Running %s after the workloads were created. Dovetail launched%s:\n\n", total, s.since(began), launched)
 	var err2 error
 	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour, err2 = s.printNodes(ctx)
 	return err2
@@ -259,18 +342,35 @@ func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, 
 		}
 		perNode[pod.Spec.NodeName][pod.Labels["app"]]++
 	}
+	// On CloudAWS each node also shows its EC2 instance and AMI.
+	var instances map[string][2]string
+	ec2Header, ec2Blank := "", ""
+	if s.ec2 != nil {
+		if instances, err = s.instanceColumns(ctx); err != nil {
+			return 0, 0, 0, err
+		}
+		ec2Header, ec2Blank = "INSTANCE\tAMI\t", "\t\t"
+	}
 	w := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "  NODE\tTYPE\tZONE\tCAPACITY\t$/H\tPODS")
+	fmt.Fprintf(w, "  NODE\t%sTYPE\tZONE\tCAPACITY\t$/H\tPODS\n", ec2Header)
 	for _, n := range nodes {
 		price := s.prices.OfLabels(n.Labels)
 		cost += price
 		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
 			spot++
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%.4f\t%s\n", n.Name, n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone],
+		ec2Cols := ""
+		if s.ec2 != nil {
+			cols := instances[n.Name]
+			if cols[0] == "" {
+				cols[0] = instanceID(n.Spec.ProviderID)
+			}
+			ec2Cols = cols[0] + "\t" + cols[1] + "\t"
+		}
+		fmt.Fprintf(w, "  %s\t%s%s\t%s\t%s\t%.4f\t%s\n", n.Name, ec2Cols, n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone],
 			n.Labels[v1.CapacityTypeLabelKey], price, podSummary(perNode[n.Name]))
 	}
-	fmt.Fprintf(w, "  total\t\t\t\t%.4f\t%d pods on %d nodes\n", cost, len(pods.Items), len(nodes))
+	fmt.Fprintf(w, "  total\t%s\t\t\t%.4f\t%d pods on %d nodes\n", ec2Blank, cost, len(pods.Items), len(nodes))
 	return len(nodes), spot, cost, w.Flush()
 }
 

@@ -34,6 +34,9 @@ func (s *story) drain(ctx context.Context) error {
 	fmt.Fprintf(s.out, "\nStep 2/3  Deleting node %s, which runs %d of the 6 api pods (kubectl delete node).\n", victim, perNode[victim])
 	fmt.Fprintln(s.out, "  Dovetail taints it karpenter.sh/disrupted:NoSchedule and evicts its pods through the")
 	fmt.Fprintf(s.out, "  Eviction API, which lets only as many api pods go as the PDB allows (minAvailable %d).\n", apiMinAvailable)
+	if s.ec2 != nil {
+		fmt.Fprintln(s.out, "  Then it terminates the node's EC2 instance (TerminateInstances) and releases its NodeClaim.")
+	}
 
 	watch, err := podwatch.Watch(s.clientset, Namespace, "api")
 	if err != nil {
@@ -65,6 +68,9 @@ func (s *story) drain(ctx context.Context) error {
 		if line != last {
 			fmt.Fprintf(s.out, "  [%6s] %s\n", s.since(began), line)
 			last = line
+		}
+		if s.ec2 != nil {
+			s.ec2.narrate(s.out, s.since(began))
 		}
 		return gone && p.running == s.summary.Pods && p.pending == 0, nil
 	})
