@@ -15,7 +15,7 @@ import (
 // operator and runs them until ctx ends. A missing or invalid setting stops
 // it before anything runs, naming the setting.
 func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings) error {
-	rt, err := awsprovider.Build(ctx, awsprovider.Deps{
+	deps := awsprovider.Deps{
 		Settings:   s,
 		KubeClient: op.KubeClient,
 		APIReader:  op.Manager.GetAPIReader(),
@@ -23,15 +23,18 @@ func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings)
 		Clock:      op.Clock,
 		Recorder:   op.Recorder,
 		Registerer: op.Registry,
-	})
+	}
+	if op.Metrics != nil {
+		deps.NodeClaimsDisrupted = op.Metrics.NodeClaimsDisrupted
+	}
+	rt, err := awsprovider.Build(ctx, deps)
 	if err != nil {
 		return fmt.Errorf("building the aws cloud provider: %w", err)
 	}
-	deps := controllers.Dependencies{
+	all := controllers.NewControllers(controllers.Dependencies{
 		Clock: op.Clock, KubeClient: op.KubeClient, Cluster: state.NewCluster(op.Clock),
 		CloudProvider: rt.CloudProvider, Recorder: op.Recorder, Metrics: op.Metrics,
-	}
-	all := controllers.NewControllers(deps, ControllerOptions(op.Options))
+	}, ControllerOptions(op.Options))
 	for _, c := range rt.Controllers {
 		all = append(all, c)
 	}

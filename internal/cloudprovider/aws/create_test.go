@@ -111,12 +111,12 @@ func TestCompatibleDropsTypesThatDoNotFit(t *testing.T) {
 		t.Fatalf("compatible = %v, want only m5.xlarge (m5.large has 1930m allocatable)", got)
 	}
 	// An offering marked unavailable everywhere leaves the type out.
-	m5 := *got[0]
-	m5.Offerings = slices.Clone(m5.Offerings)
+	m5 := &cloudprovider.InstanceType{Name: got[0].Name, Requirements: got[0].Requirements, Capacity: got[0].Capacity,
+		Overhead: got[0].Overhead, Offerings: slices.Clone(got[0].Offerings)}
 	for i := range m5.Offerings {
 		m5.Offerings[i].Available = false
 	}
-	if got := compatible([]*cloudprovider.InstanceType{&m5}, reqs(t), big); len(got) != 0 {
+	if got := compatible([]*cloudprovider.InstanceType{m5}, reqs(t), big); len(got) != 0 {
 		t.Fatalf("compatible kept a type with no available offering: %v", got)
 	}
 }

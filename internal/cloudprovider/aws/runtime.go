@@ -22,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instance"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instanceprofile"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instancetype"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/interruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/launchtemplate"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/nodeclass"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/pricing"
@@ -53,6 +54,9 @@ type Deps struct {
 	Recorder   events.Recorder
 	// Registerer receives the provider's own metrics; nil skips them.
 	Registerer prometheus.Registerer
+	// NodeClaimsDisrupted is the core's karpenter_nodeclaims_disrupted_total,
+	// counted by the interruption controller; nil skips it.
+	NodeClaimsDisrupted *prometheus.CounterVec
 }
 
 // Runtime is a composed AWS provider: the CloudProvider and the
@@ -143,6 +147,12 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		&loop{name: "aws.pricing", clock: deps.Clock, period: PricingRefreshPeriod, run: prices.Refresh},
 		&loop{name: "aws.launchtemplate.gc", clock: deps.Clock, period: LaunchTemplateGCPeriod, run: templates.DeleteUnused},
 	)
+	if s.InterruptionQueue != "" {
+		rt.Controllers = append(rt.Controllers, interruption.NewController(deps.KubeClient, deps.Clock, clients.SQS, s.InterruptionQueue, interruption.Options{
+			Recorder: deps.Recorder, MarkUnavailable: offerings.MarkUnavailable,
+			Registerer: deps.Registerer, NodeClaimsDisrupted: deps.NodeClaimsDisrupted,
+		}))
+	}
 	return rt, nil
 }
 

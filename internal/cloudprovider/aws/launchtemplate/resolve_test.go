@@ -179,12 +179,16 @@ func TestResolveNamesAreStable(t *testing.T) {
 		t.Fatalf("same inputs named %s then %s", base, again)
 	}
 	changes := map[string]func(*awsv1.EC2NodeClass, *karpv1.NodeClaim){
-		"AMI":              func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) { nc.Status.AMIs[1].ID = "ami-new" },
-		"security groups":  func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) { nc.Status.SecurityGroups = nc.Status.SecurityGroups[:1] },
+		"AMI": func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) { nc.Status.AMIs[1].ID = "ami-new" },
+		"security groups": func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) {
+			nc.Status.SecurityGroups = nc.Status.SecurityGroups[:1]
+		},
 		"instance profile": func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) { nc.Status.InstanceProfile = "other" },
-		"kubelet":          func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) { nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](20)} },
-		"labels":           func(_ *awsv1.EC2NodeClass, c *karpv1.NodeClaim) { c.Labels["team"] = "b" },
-		"taints":           func(_ *awsv1.EC2NodeClass, c *karpv1.NodeClaim) { c.Spec.Taints = nil },
+		"kubelet": func(nc *awsv1.EC2NodeClass, _ *karpv1.NodeClaim) {
+			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](20)}
+		},
+		"labels": func(_ *awsv1.EC2NodeClass, c *karpv1.NodeClaim) { c.Labels["team"] = "b" },
+		"taints": func(_ *awsv1.EC2NodeClass, c *karpv1.NodeClaim) { c.Spec.Taints = nil },
 	}
 	for what, change := range changes {
 		if got := name(change); got == base {
