@@ -133,4 +133,3 @@ func requireFalseNaming(t *testing.T, nc *awsv1.EC2NodeClass, conditionType, fie
 		t.Fatalf("Ready = %s while %s is False", ready.Status, conditionType)
 	}
 }
-

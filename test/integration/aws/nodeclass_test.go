@@ -77,7 +77,9 @@ func TestNodeClassBadInput(t *testing.T) {
 		field         string
 	}{
 		"subnets match nothing": {
-			change:        func(nc *awsv1.EC2NodeClass) { nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"team": "nobody"}}} },
+			change: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"team": "nobody"}}}
+			},
 			conditionType: awsv1.ConditionTypeSubnetsReady, field: "spec.subnetSelectorTerms",
 		},
 		"security groups match nothing": {
@@ -91,7 +93,9 @@ func TestNodeClassBadInput(t *testing.T) {
 			conditionType: awsv1.ConditionTypeInstanceProfileReady, field: "spec.role",
 		},
 		"alias version unknown": {
-			change:        func(nc *awsv1.EC2NodeClass) { nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}} },
+			change: func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}}
+			},
 			conditionType: awsv1.ConditionTypeAMIsReady, field: "spec.amiSelectorTerms",
 		},
 		"bottlerocket user data is not TOML": {
