@@ -30,7 +30,9 @@ controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-man
 # Packages whose goroutines share state (the model, the queues, the
 # controllers) and the integration tests that drive them concurrently.
 RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers/... ./internal/disruption/... \
-	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/
+	./internal/localaws/... ./internal/cloudprovider/aws/... \
+	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
+	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/
 
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector
 	$(GO) test ./...
