@@ -30,10 +30,12 @@ type ec2Story struct {
 	// launched and terminated are the ids seen launching and shutting down
 	// or terminated, in the order seen.
 	launched, terminated []string
+	// images counts the instances launched from each AMI.
+	images map[string]int
 }
 
 func newEC2Story(server *localaws.Server) *ec2Story {
-	return &ec2Story{server: server, known: map[string]ec2.InstanceState{}}
+	return &ec2Story{server: server, known: map[string]ec2.InstanceState{}, images: map[string]int{}}
 }
 
 // gone says whether an instance state is on the way out.
@@ -55,6 +57,7 @@ func (e *ec2Story) observe() (launched, terminated []ec2.Instance) {
 		if !seen {
 			launched = append(launched, in)
 			e.launched = append(e.launched, in.ID)
+			e.images[in.ImageID]++
 		}
 		if gone(in.State) && (!seen || !gone(before)) {
 			terminated = append(terminated, in)
@@ -159,11 +162,25 @@ func manifest(obj client.Object) (string, error) {
 	}
 	delete(m, "status")
 	m["metadata"] = map[string]any{"name": obj.GetName()}
+	pruneEmpty(m)
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("rendering %s as YAML: %w", obj.GetName(), err)
 	}
 	return string(out), nil
+}
+
+// pruneEmpty removes the empty objects (such as a template's "metadata: {}")
+// from a decoded manifest, recursively.
+func pruneEmpty(m map[string]any) {
+	for k, v := range m {
+		if child, ok := v.(map[string]any); ok {
+			pruneEmpty(child)
+			if len(child) == 0 {
+				delete(m, k)
+			}
+		}
+	}
 }
 
 // printResolved shows an EC2NodeClass's resolved subnets, security groups,
@@ -325,13 +342,16 @@ func (s *story) printEC2Summary(ctx context.Context) error {
 			ready += " (" + c.Reason + ")"
 		}
 	}
-	amis := make([]string, 0, len(nc.Status.AMIs))
-	for _, a := range nc.Status.AMIs {
-		amis = append(amis, a.ID)
-	}
-	fmt.Fprintf(s.out, "  EC2NodeClass     %s %s: %d subnets, %d security groups, AMIs %s, instance profile %s\n",
-		nc.Name, ready, len(nc.Status.Subnets), len(nc.Status.SecurityGroups), strings.Join(amis, " "), nc.Status.InstanceProfile)
+	fmt.Fprintf(s.out, "  EC2NodeClass     %s %s: %d subnets, %d security groups, %d AMIs, instance profile %s\n",
+		nc.Name, ready, len(nc.Status.Subnets), len(nc.Status.SecurityGroups), len(nc.Status.AMIs), nc.Status.InstanceProfile)
 	s.ec2.observe()
+	used := make([]string, 0, len(s.ec2.images))
+	for _, a := range nc.Status.AMIs {
+		if n := s.ec2.images[a.ID]; n > 0 {
+			used = append(used, fmt.Sprintf("%s (%s) x%d", a.ID, a.Name, n))
+		}
+	}
+	fmt.Fprintf(s.out, "  AMIs booted      %s\n", strings.Join(used, ", "))
 	s.summary.InstancesLaunched, s.summary.InstancesTerminated = len(s.ec2.launched), len(s.ec2.terminated)
 	left := len(s.ec2.running())
 	fmt.Fprintf(s.out, "  EC2 instances    %d launched, %d terminated, %d left running at %s\n",
