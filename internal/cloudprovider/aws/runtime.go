@@ -30,6 +30,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/securitygroup"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/settings"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/subnet"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/tagging"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/unavailable"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/userdata"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
@@ -75,6 +76,8 @@ type Runtime struct {
 	NodeClasses *nodeclass.Controller
 	// LaunchTemplates is the launch-template provider, for tests and tools.
 	LaunchTemplates *launchtemplate.Provider
+	// Tagging names registered instances (also in Controllers).
+	Tagging *tagging.Controller
 }
 
 // Build composes the AWS provider: SDK clients, the cluster facts nodes
@@ -142,10 +145,12 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		Recorder:              eventf{deps.Recorder},
 	})
 	provider := New(deps.KubeClient, deps.Clock, cluster, instanceTypes, templates, instances)
-	rt := &Runtime{CloudProvider: provider, Clients: clients, NodeClasses: nodeClasses, LaunchTemplates: templates}
+	rt := &Runtime{CloudProvider: provider, Clients: clients, NodeClasses: nodeClasses, LaunchTemplates: templates,
+		Tagging: tagging.NewController(deps.KubeClient, clients.EC2, s.ClusterName)}
 	rt.Controllers = append(rt.Controllers, nodeClasses,
 		&loop{name: "aws.pricing", clock: deps.Clock, period: PricingRefreshPeriod, run: prices.Refresh},
 		&loop{name: "aws.launchtemplate.gc", clock: deps.Clock, period: LaunchTemplateGCPeriod, run: templates.DeleteUnused},
+		rt.Tagging,
 	)
 	if s.InterruptionQueue != "" {
 		rt.Controllers = append(rt.Controllers, interruption.NewController(deps.KubeClient, deps.Clock, clients.SQS, s.InterruptionQueue, interruption.Options{

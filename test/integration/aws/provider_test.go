@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	awsprovider "github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/tagging"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	localec2 "github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 )
@@ -197,5 +200,52 @@ func TestFinalizerWaitsForClaimsThenCleansUp(t *testing.T) {
 		if p.Name == profile {
 			t.Errorf("instance profile %s left after the class went", profile)
 		}
+	}
+}
+
+// TestTaggingNamesRegisteredInstances: once a claim's Node registered, its
+// instance is tagged Name=<node> (with the claim and cluster) and the claim
+// is annotated so it is done once.
+func TestTaggingNamesRegisteredInstances(t *testing.T) {
+	h := newHarness(t, "tagging")
+	ctx := context.Background()
+	h.createClass(t, h.defaultClass("tagging"))
+	h.reconcile(t, "tagging")
+	launched, err := h.rt.CloudProvider.Create(ctx, claimFor("tagging-1", "tagging", []string{"m5.large"}, []string{"on-demand"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := launched.DeepCopy()
+	claim.ResourceVersion = ""
+	if err := testEnv.Client.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), claim) })
+	// Not registered yet: nothing to do.
+	if _, err := h.rt.Tagging.Reconcile(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	if inst := h.server.EC2().Instances()[0]; inst.Tags["Name"] != "" {
+		t.Fatalf("an unregistered claim's instance was named %q", inst.Tags["Name"])
+	}
+	claim.Status.NodeName = "ip-10-0-0-9.ec2.internal"
+	claim.Status.ProviderID = launched.Status.ProviderID
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeRegistered, Status: metav1.ConditionTrue, Reason: "Registered"})
+	if err := testEnv.Client.Status().Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Tagging.Reconcile(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	inst := h.server.EC2().Instances()[0]
+	if inst.Tags["Name"] != "ip-10-0-0-9.ec2.internal" || inst.Tags["karpenter.sh/nodeclaim"] != "tagging-1" {
+		t.Fatalf("instance tags = %v, want Name and the claim", inst.Tags)
+	}
+	stored := &karpv1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(claim), stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Annotations[tagging.TaggedAnnotationKey] != "true" {
+		t.Fatalf("claim annotations = %v, want %s=true", stored.Annotations, tagging.TaggedAnnotationKey)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 )
 
@@ -254,15 +254,6 @@ func ConditionReason(code string) string {
 	return "LaunchFailed"
 }
 
-// apiErrorCode returns the AWS error code of err, or "".
-func apiErrorCode(err error) string {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode()
-	}
-	return ""
-}
-
 func dedupe(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
@@ -277,7 +268,7 @@ func (p *Provider) launch(ctx context.Context, req LaunchRequest) (*Instance, er
 	}
 	out, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil {
-		code := apiErrorCode(err)
+		code := awsclient.ErrorCode(err)
 		return nil, cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %w", err), ConditionReason(code), err.Error())
 	}
 	inst, errs := launchResult(out, req)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
 )
@@ -108,7 +109,7 @@ func (p *Provider) ForNodeClaim(ctx context.Context, nodeClaim string) (*Instanc
 func (p *Provider) Get(ctx context.Context, id string) (*Instance, error) {
 	instances, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
-		if apiErrorCode(err) == "InvalidInstanceID.NotFound" {
+		if awsclient.ErrorCode(err) == "InvalidInstanceID.NotFound" {
 			return nil, p.notFound(id, fmt.Errorf("instance %s not found: %w", id, err))
 		}
 		return nil, fmt.Errorf("describing instance %s: %w", id, err)
@@ -144,7 +145,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	}
 	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst.ID}})
 	if err != nil {
-		if apiErrorCode(err) == "InvalidInstanceID.NotFound" {
+		if awsclient.ErrorCode(err) == "InvalidInstanceID.NotFound" {
 			return p.notFound(id, fmt.Errorf("terminating instance %s: %w", id, err))
 		}
 		return fmt.Errorf("terminating instance %s: %w", id, err)

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
 )
 
@@ -76,7 +76,7 @@ func (p *Provider) ensure(ctx context.Context, t Template) error {
 	_, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{t.Name}})
 	switch {
 	case err == nil:
-	case errorCode(err) == "InvalidLaunchTemplateName.NotFoundException":
+	case awsclient.ErrorCode(err) == "InvalidLaunchTemplateName.NotFoundException":
 		if err := p.create(ctx, t); err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func (p *Provider) create(ctx context.Context, t Template) error {
 		LaunchTemplateData: t.Data,
 		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
 	})
-	if err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+	if err != nil && awsclient.ErrorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
 		return fmt.Errorf("creating launch template %s: %w", t.Name, err)
 	}
 	log.FromContext(ctx).V(1).Info("Created launch template", "launchTemplate", t.Name, "imageID", t.ImageID)
@@ -178,7 +178,7 @@ func (p *Provider) list(ctx context.Context, filters ...ec2types.Filter) ([]stri
 
 func (p *Provider) delete(ctx context.Context, name string) error {
 	_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)})
-	if err != nil && errorCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
+	if err != nil && awsclient.ErrorCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
 		return fmt.Errorf("deleting launch template %s: %w", name, err)
 	}
 	p.mu.Lock()
@@ -187,12 +187,4 @@ func (p *Provider) delete(ctx context.Context, name string) error {
 	p.mu.Unlock()
 	log.FromContext(ctx).V(1).Info("Deleted launch template", "launchTemplate", name)
 	return nil
-}
-
-func errorCode(err error) string {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode()
-	}
-	return ""
 }

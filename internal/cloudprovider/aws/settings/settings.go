@@ -27,7 +27,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
@@ -185,18 +184,14 @@ func (r *countingRetryer) RetryDelay(attempt int, err error) (time.Duration, err
 	if r.throttles != nil {
 		for _, t := range retry.DefaultThrottles {
 			if t.IsErrorThrottle(err) == aws.TrueTernary {
-				r.throttles.WithLabelValues(code(err)).Inc()
+				code := awsclient.ErrorCode(err)
+				if code == "" {
+					code = "unknown"
+				}
+				r.throttles.WithLabelValues(code).Inc()
 				break
 			}
 		}
 	}
 	return r.Retryer.RetryDelay(attempt, err)
-}
-
-func code(err error) string {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode()
-	}
-	return "unknown"
 }
