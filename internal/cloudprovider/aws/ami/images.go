@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/subnet"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/selector"
 )
 
 // Query is one DescribeImages call: its filters and owners.
@@ -29,7 +29,7 @@ var defaultOwners = []string{"self", "amazon"}
 // terms, and the ssmParameter terms through resolved (parameter name ->
 // image id), share one call with an image-id filter, listed first. Every
 // other term is one call: a name filter when name is set, then its tags
-// (see subnet.TagFilters); Owners is the term's owner, or self and amazon
+// (see selector.TagFilters); Owners is the term's owner, or self and amazon
 // when only a name restricts it. Every call also filters state=available.
 func Queries(terms []v1.AMISelectorTerm, resolved map[string]string) []Query {
 	var ids []string
@@ -49,7 +49,7 @@ func Queries(terms []v1.AMISelectorTerm, resolved map[string]string) []Query {
 			if term.Name != "" {
 				q.Filters = append(q.Filters, ec2types.Filter{Name: aws.String("name"), Values: []string{term.Name}})
 			}
-			q.Filters = append(q.Filters, subnet.TagFilters(term.Tags)...)
+			q.Filters = append(q.Filters, selector.TagFilters(term.Tags)...)
 			q.Filters = append(q.Filters, stateAvailable())
 			switch {
 			case term.Owner != "":

@@ -2,11 +2,7 @@ package securitygroup
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +12,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
-	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/subnet"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/selector"
 )
 
 // CacheTTL is how long the security groups of one set of selector terms are
@@ -30,74 +26,42 @@ const maxResults = 500
 // answer for CacheTTL keyed by the terms. It is safe for concurrent use.
 type Provider struct {
 	ec2   sdk.EC2
-	clock clock.PassiveClock
-
-	mu    sync.Mutex
-	cache map[string]entry
-}
-
-type entry struct {
-	groups  []ec2types.SecurityGroup
-	expires time.Time
+	cache *selector.Cache[ec2types.SecurityGroup]
 }
 
 // NewProvider returns a Provider that calls DescribeSecurityGroups through
 // client and ages its cache with clk.
 func NewProvider(client sdk.EC2, clk clock.PassiveClock) *Provider {
-	return &Provider{ec2: client, clock: clk, cache: map[string]entry{}}
+	return &Provider{ec2: client, cache: selector.NewCache[ec2types.SecurityGroup](clk, CacheTTL)}
 }
 
 // List returns the security groups matched by terms, sorted by group ID. An
 // empty result is not an error.
 func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) ([]ec2types.SecurityGroup, error) {
-	b, err := json.Marshal(terms)
-	if err != nil {
-		return nil, fmt.Errorf("encoding security group selector terms: %w", err)
-	}
-	key := string(b)
-	now := p.clock.Now()
-	p.mu.Lock()
-	if e, ok := p.cache[key]; ok && now.Before(e.expires) {
-		p.mu.Unlock()
-		return slices.Clone(e.groups), nil
-	}
-	p.mu.Unlock()
+	return p.cache.Get(terms, func() ([]ec2types.SecurityGroup, error) {
+		return selector.Union(ctx, Filters(terms), p.describe, func(g ec2types.SecurityGroup) string { return aws.ToString(g.GroupId) })
+	})
+}
 
-	byID := map[string]ec2types.SecurityGroup{}
-	for _, filters := range Filters(terms) {
-		pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: filters, MaxResults: aws.Int32(maxResults)})
-		for pages.HasMorePages() {
-			out, err := pages.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describing security groups: %w", err)
-			}
-			for _, g := range out.SecurityGroups {
-				byID[aws.ToString(g.GroupId)] = g
-			}
+// describe pages through DescribeSecurityGroups with one filter set.
+func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]ec2types.SecurityGroup, error) {
+	var out []ec2types.SecurityGroup
+	pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: filters, MaxResults: aws.Int32(maxResults)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing security groups: %w", err)
 		}
+		out = append(out, page.SecurityGroups...)
 	}
-	groups := make([]ec2types.SecurityGroup, 0, len(byID))
-	for _, g := range byID {
-		groups = append(groups, g)
-	}
-	sort.Slice(groups, func(i, j int) bool { return aws.ToString(groups[i].GroupId) < aws.ToString(groups[j].GroupId) })
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, e := range p.cache {
-		if !now.Before(e.expires) {
-			delete(p.cache, k)
-		}
-	}
-	p.cache[key] = entry{groups: groups, expires: now.Add(CacheTTL)}
-	return slices.Clone(groups), nil
+	return out, nil
 }
 
 // Filters turns selector terms into the filter sets of the
 // DescribeSecurityGroups calls to make, one set per call: first one call
 // with a group-id filter holding every id term, then one with a group-name
 // filter holding every name term, then one call per tags term (see
-// subnet.TagFilters). id wins over name, and name over tags, in a term that
+// selector.TagFilters). id wins over name, and name over tags, in a term that
 // sets several (the CRD forbids it).
 func Filters(terms []v1.SecurityGroupSelectorTerm) [][]ec2types.Filter {
 	var ids, names []string
@@ -109,7 +73,7 @@ func Filters(terms []v1.SecurityGroupSelectorTerm) [][]ec2types.Filter {
 		case term.Name != "":
 			names = append(names, term.Name)
 		default:
-			tagSets = append(tagSets, subnet.TagFilters(term.Tags))
+			tagSets = append(tagSets, selector.TagFilters(term.Tags))
 		}
 	}
 	var out [][]ec2types.Filter

@@ -2,11 +2,7 @@ package subnet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +12,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/selector"
 )
 
 // CacheTTL is how long the subnets of one set of selector terms are reused
@@ -29,66 +26,35 @@ const maxResults = 500
 // for CacheTTL keyed by the terms. It is safe for concurrent use.
 type Provider struct {
 	ec2   sdk.EC2
-	clock clock.PassiveClock
-
-	mu    sync.Mutex
-	cache map[string]entry
-}
-
-type entry struct {
-	subnets []ec2types.Subnet
-	expires time.Time
+	cache *selector.Cache[ec2types.Subnet]
 }
 
 // NewProvider returns a Provider that calls DescribeSubnets through client
 // and ages its cache with clk.
 func NewProvider(client sdk.EC2, clk clock.PassiveClock) *Provider {
-	return &Provider{ec2: client, clock: clk, cache: map[string]entry{}}
+	return &Provider{ec2: client, cache: selector.NewCache[ec2types.Subnet](clk, CacheTTL)}
 }
 
 // List returns the subnets matched by terms, sorted by subnet ID. An empty
 // result is not an error: the caller decides what "no subnet" means.
 func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) ([]ec2types.Subnet, error) {
-	key, err := cacheKey(terms)
-	if err != nil {
-		return nil, err
-	}
-	now := p.clock.Now()
-	p.mu.Lock()
-	if e, ok := p.cache[key]; ok && now.Before(e.expires) {
-		p.mu.Unlock()
-		return slices.Clone(e.subnets), nil
-	}
-	p.mu.Unlock()
+	return p.cache.Get(terms, func() ([]ec2types.Subnet, error) {
+		return selector.Union(ctx, Filters(terms), p.describe, func(s ec2types.Subnet) string { return aws.ToString(s.SubnetId) })
+	})
+}
 
-	byID := map[string]ec2types.Subnet{}
-	for _, filters := range Filters(terms) {
-		pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{Filters: filters, MaxResults: aws.Int32(maxResults)})
-		for pages.HasMorePages() {
-			out, err := pages.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("describing subnets: %w", err)
-			}
-			for _, s := range out.Subnets {
-				byID[aws.ToString(s.SubnetId)] = s
-			}
+// describe pages through DescribeSubnets with one filter set.
+func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]ec2types.Subnet, error) {
+	var out []ec2types.Subnet
+	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{Filters: filters, MaxResults: aws.Int32(maxResults)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing subnets: %w", err)
 		}
+		out = append(out, page.Subnets...)
 	}
-	subnets := make([]ec2types.Subnet, 0, len(byID))
-	for _, s := range byID {
-		subnets = append(subnets, s)
-	}
-	sort.Slice(subnets, func(i, j int) bool { return aws.ToString(subnets[i].SubnetId) < aws.ToString(subnets[j].SubnetId) })
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for k, e := range p.cache {
-		if !now.Before(e.expires) {
-			delete(p.cache, k)
-		}
-	}
-	p.cache[key] = entry{subnets: subnets, expires: now.Add(CacheTTL)}
-	return slices.Clone(subnets), nil
+	return out, nil
 }
 
 // ZonalSubnetsForLaunch lists the subnets of terms and keeps, per zone, the
@@ -138,38 +104,10 @@ func Filters(terms []v1.SubnetSelectorTerm) [][]ec2types.Filter {
 			ids = append(ids, term.ID)
 			continue
 		}
-		out = append(out, TagFilters(term.Tags))
+		out = append(out, selector.TagFilters(term.Tags))
 	}
 	if len(ids) > 0 {
 		out = append([][]ec2types.Filter{{{Name: aws.String("subnet-id"), Values: ids}}}, out...)
 	}
 	return out
-}
-
-// TagFilters turns a selector term's tags into EC2 filters, sorted by key:
-// the value "*" matches any value of the key (tag-key), any other value
-// matches exactly (tag:<key>).
-func TagFilters(tags map[string]string) []ec2types.Filter {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	filters := make([]ec2types.Filter, 0, len(keys))
-	for _, k := range keys {
-		if v := tags[k]; v == "*" {
-			filters = append(filters, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
-		} else {
-			filters = append(filters, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{v}})
-		}
-	}
-	return filters
-}
-
-func cacheKey(terms any) (string, error) {
-	b, err := json.Marshal(terms)
-	if err != nil {
-		return "", fmt.Errorf("encoding selector terms: %w", err)
-	}
-	return string(b), nil
 }
