@@ -45,6 +45,14 @@ func newHarness(t *testing.T) *harness {
 // newHarnessWithPlans builds the harness with the provisioner's plans.
 func newHarnessWithPlans(t *testing.T, plans lifecycle.Plans) *harness {
 	t.Helper()
+	return newHarnessWithClient(t, plans, nil)
+}
+
+// newHarnessWithClient builds the harness with the provisioner's plans and,
+// if wrap is not nil, the controller's client wrapped by it (to inject faults
+// or concurrent writes, e.g. with controller-runtime's interceptor).
+func newHarnessWithClient(t *testing.T, plans lifecycle.Plans, wrap func(client.Client) client.Client) *harness {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cp := fake.NewCloudProvider()
 	cp.InstanceTypes = []*cloudprovider.InstanceType{
@@ -57,8 +65,12 @@ func newHarnessWithPlans(t *testing.T, plans lifecycle.Plans) *harness {
 	rec := record.NewFakeRecorder(100)
 	// The controller reads through a cache with Dovetail's field indexes, as in production.
 	cached := testEnv.StartManager(t, func(manager.Manager) error { return nil }).GetClient()
+	controllerClient := cached
+	if wrap != nil {
+		controllerClient = wrap(cached)
+	}
 	return &harness{cache: cached, clock: clk, provider: cp, recorder: rec,
-		controller: lifecycle.NewController(clk, cached, cp, events.NewRecorder(rec, clk), m, plans, lifecycle.DefaultOptions())}
+		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, plans, lifecycle.DefaultOptions())}
 }
 
 // seen waits until the controller's cache holds obj at least as new as stored.

@@ -74,7 +74,10 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
 	}
-	// 3. Run the phases in order on a working copy; each may stop the pass.
+	// 3. Run every phase in order on a working copy and join their errors,
+	//    as Karpenter does: a phase that fails does not stop the next ones,
+	//    so a claim whose launch keeps failing still reaches liveness, which
+	//    deletes it after its timeout. Only a deleted claim ends the pass.
 	stored := nc.DeepCopy()
 	var results []reconcile.Result
 	var errs []error
@@ -88,7 +91,6 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		results = append(results, result)
 		if err != nil {
 			errs = append(errs, err)
-			break
 		}
 	}
 	setReady(nc, metav1.NewTime(c.clock.Now()))
