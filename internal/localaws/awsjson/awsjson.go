@@ -178,3 +178,45 @@ func WriteError(w http.ResponseWriter, contentType string, e *Error) {
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(body)
 }
+
+// Protocol describes one JSON-protocol service for Serve.
+type Protocol struct {
+	// Service is the SigV4 signing name, e.g. "ssm".
+	Service string
+	// Region is the region requests must be signed for.
+	Region string
+	// ContentType is ContentType10 or ContentType11.
+	ContentType string
+	// TargetPrefix is the X-Amz-Target prefix, e.g. "AmazonSSM".
+	TargetPrefix string
+}
+
+// Operation answers one operation: the response body, or an error.
+type Operation func(*http.Request) (any, *Error)
+
+// Serve answers a request as an AWS JSON-protocol service does: it refuses
+// unsigned or mis-scoped requests, dispatches on X-Amz-Target to ops
+// (UnknownOperationException for any other operation) and writes the
+// answer or the error in the protocol's shape.
+func Serve(w http.ResponseWriter, r *http.Request, p Protocol, ops map[string]Operation) {
+	if f := Authenticate(r, p.Service, p.Region); f != nil {
+		WriteError(w, p.ContentType, JSONAuthError(f))
+		return
+	}
+	name, e := Target(r, p.TargetPrefix)
+	if e != nil {
+		WriteError(w, p.ContentType, e)
+		return
+	}
+	op, ok := ops[name]
+	if !ok {
+		WriteError(w, p.ContentType, &Error{Status: http.StatusBadRequest, Type: "UnknownOperationException"})
+		return
+	}
+	out, e := op(r)
+	if e != nil {
+		WriteError(w, p.ContentType, e)
+		return
+	}
+	WriteJSON(w, p.ContentType, out)
+}

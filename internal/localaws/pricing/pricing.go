@@ -135,27 +135,9 @@ func (s *Service) Price(region, instanceType string) (float64, bool) {
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f := awsjson.Authenticate(r, "pricing", s.region); f != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, awsjson.JSONAuthError(f))
-		return
-	}
-	op, e := awsjson.Target(r, targetPrefix)
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, e)
-		return
-	}
-	var out any
-	switch op {
-	case "GetProducts":
-		out, e = s.getProducts(r)
-	default:
-		e = &awsjson.Error{Status: http.StatusBadRequest, Type: "UnknownOperationException"}
-	}
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, e)
-		return
-	}
-	awsjson.WriteJSON(w, awsjson.ContentType11, out)
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "pricing", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+		"GetProducts": s.getProducts,
+	})
 }
 
 // offer is one row of the price list: a product with its attribute values.

@@ -14,35 +14,13 @@ import (
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f := awsjson.Authenticate(r, "sqs", s.region); f != nil {
-		awsjson.WriteError(w, awsjson.ContentType10, awsjson.JSONAuthError(f))
-		return
-	}
-	op, e := awsjson.Target(r, targetPrefix)
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType10, e)
-		return
-	}
-	var out any
-	switch op {
-	case "CreateQueue":
-		out, e = s.serveCreateQueue(r)
-	case "GetQueueUrl":
-		out, e = s.getQueueURL(r)
-	case "SendMessage":
-		out, e = s.sendMessage(r)
-	case "ReceiveMessage":
-		out, e = s.receiveMessage(r)
-	case "DeleteMessage":
-		out, e = s.deleteMessage(r)
-	default:
-		e = &awsjson.Error{Status: http.StatusBadRequest, Type: "UnknownOperationException"}
-	}
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType10, e)
-		return
-	}
-	awsjson.WriteJSON(w, awsjson.ContentType10, out)
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "sqs", Region: s.region, ContentType: awsjson.ContentType10, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+		"CreateQueue":    s.serveCreateQueue,
+		"GetQueueUrl":    s.getQueueURL,
+		"SendMessage":    s.sendMessage,
+		"ReceiveMessage": s.receiveMessage,
+		"DeleteMessage":  s.deleteMessage,
+	})
 }
 
 // serveCreateQueue answers CreateQueue.

@@ -112,29 +112,10 @@ var amiID = regexp.MustCompile(`^ami-[0-9a-f]{8}([0-9a-f]{9})?$`)
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if f := awsjson.Authenticate(r, "ssm", s.region); f != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, awsjson.JSONAuthError(f))
-		return
-	}
-	op, e := awsjson.Target(r, targetPrefix)
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, e)
-		return
-	}
-	var out any
-	switch op {
-	case "GetParameter":
-		out, e = s.getParameter(r)
-	case "GetParameters":
-		out, e = s.getParameters(r)
-	default:
-		e = &awsjson.Error{Status: http.StatusBadRequest, Type: "UnknownOperationException"}
-	}
-	if e != nil {
-		awsjson.WriteError(w, awsjson.ContentType11, e)
-		return
-	}
-	awsjson.WriteJSON(w, awsjson.ContentType11, out)
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "ssm", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+		"GetParameter":  s.getParameter,
+		"GetParameters": s.getParameters,
+	})
 }
 
 // parameter is the wire shape of SSM's Parameter structure.
