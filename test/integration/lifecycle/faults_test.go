@@ -1,10 +1,16 @@
 package lifecycle_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
 )
@@ -45,4 +51,39 @@ func TestLaunchThatKeepsFailingIsDeletedByLiveness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedDeletionIsRetried checks that when a phase deletes the claim and
+// the deletion fails, Reconcile returns the error (so the claim is requeued
+// with backoff) instead of dropping it.
+func TestFailedDeletionIsRetried(t *testing.T) {
+	deleteErr := errors.New("injected: apiserver unavailable")
+	h := newHarnessWithClient(t, nil, func(c client.Client) client.Client {
+		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if _, ok := obj.(*v1.NodeClaim); ok {
+					return deleteErr
+				}
+				return c.Delete(ctx, obj, opts...)
+			},
+		})
+	})
+	h.provider.NextCreateErr = cloudprovider.NewInsufficientCapacityError(errors.New("no capacity"))
+	nc := newClaim(t, "lifecycle-delete-fails")
+	got, err := h.reconcile(t, nc)
+	if !errors.Is(err, deleteErr) {
+		t.Fatalf("Reconcile returned %v, want the deletion's error %q", err, deleteErr)
+	}
+	if got.DeletionTimestamp != nil {
+		t.Fatal("claim deleted although the deletion failed")
+	}
+}
+
+// withoutWatch lets the interceptor wrap the manager's client, which cannot
+// watch; the controller never does.
+type withoutWatch struct{ client.Client }
+
+// Watch is not supported.
+func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported by this test client")
 }

@@ -77,7 +77,9 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	// 3. Run every phase in order on a working copy and join their errors,
 	//    as Karpenter does: a phase that fails does not stop the next ones,
 	//    so a claim whose launch keeps failing still reaches liveness, which
-	//    deletes it after its timeout. Only a deleted claim ends the pass.
+	//    deletes it after its timeout. Only a deleted claim ends the pass:
+	//    there is nothing left to write, but the errors, the deletion's
+	//    included, are returned so that a failed deletion is retried.
 	stored := nc.DeepCopy()
 	var results []reconcile.Result
 	var errs []error
@@ -85,13 +87,13 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		c.launch, c.register, c.initialize, c.liveness,
 	} {
 		result, deleted, err := phase(ctx, nc)
-		if deleted {
-			return reconcile.Result{}, nil
-		}
-		results = append(results, result)
 		if err != nil {
 			errs = append(errs, err)
 		}
+		if deleted {
+			return reconcile.Result{}, errors.Join(errs...)
+		}
+		results = append(results, result)
 	}
 	setReady(nc, metav1.NewTime(c.clock.Now()))
 	// 4. Write metadata (labels from the launched instance) and status.
