@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Re-copies the conformance fixtures (example manifests, converter fixtures)
-# from a directory (default: ../shared/conformance next to the checkout).
+# from a directory holding examples/ and karpenter-convert/.
+# Usage: hack/update-conformance.sh SOURCE_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-src=${1:-$root/../shared/conformance}
+if [[ $# -ne 1 ]]; then
+  echo "usage: hack/update-conformance.sh SOURCE_DIR (the directory holding examples/ and karpenter-convert/)" >&2
+  exit 2
+fi
+src=$1
 if [[ ! -d "$src/examples" || ! -d "$src/karpenter-convert" ]]; then
   echo "update-conformance: $src has no examples/ and karpenter-convert/ directories" >&2
   exit 1

@@ -2,15 +2,20 @@
 # Re-copies the EC2 instance-type facts and on-demand prices that the embedded
 # catalog (internal/catalog) is generated from into hack/data/ec2, verbatim.
 #
-# Usage: hack/update-ec2-data.sh [SOURCE_DIR]
-#   SOURCE_DIR defaults to ../shared/data/ec2, relative to the repository root.
+# Usage: hack/update-ec2-data.sh SOURCE_DIR
+#   SOURCE_DIR holds instance-types.json, pricing-on-demand.json and their
+#   README.md; a relative path is taken from the repository root.
 #
 # Afterwards run `go generate ./internal/catalog/...` and commit both the data
 # and internal/catalog/zz_generated.catalog.json.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-src=${1:-../shared/data/ec2}
+if [[ $# -ne 1 ]]; then
+  echo "usage: hack/update-ec2-data.sh SOURCE_DIR (the directory holding instance-types.json, pricing-on-demand.json and README.md)" >&2
+  exit 2
+fi
+src=$1
 files=(instance-types.json pricing-on-demand.json README.md)
 
 # A relative SOURCE_DIR is taken from the repository root, so the script

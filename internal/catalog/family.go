@@ -8,7 +8,7 @@ import (
 const defaultWindowsPods = 110
 
 // familyTraits are what an AMI family changes in the formulas of
-// hack/data/ec2/README.md (REFERENCE "AWS 1.3" and "AWS 4").
+// hack/data/ec2/README.md (Karpenter v1.14's AMI families and capacity formulas).
 type familyTraits struct {
 	// eniPodDensity: pods = ENI-limited pods, else 110.
 	eniPodDensity bool

@@ -19,7 +19,7 @@ import (
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
-// The consolidation benchmark (BENCHMARKS.md section 4): an on-demand
+// The consolidation benchmark (docs/workloads.md section 4): an on-demand
 // cluster of n nodes of mixed types (c, m and r families at 2, 4, 8 and 16
 // cpu, three zones, EC2-like prices) at 30-60% cpu utilisation, running the
 // replicas of 100 deployments: a third spread over zones (ScheduleAnyway),

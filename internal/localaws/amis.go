@@ -125,7 +125,7 @@ func (l amiLine) imageName(k, version string) string {
 }
 
 // aliasParameter is the line's recommended/latest parameter
-// (AWS-LAUNCH.md §3).
+// (the public parameter paths EKS documents for its optimized AMIs).
 func (l amiLine) aliasParameter(k string) string {
 	switch l.family {
 	case FamilyAL2023:

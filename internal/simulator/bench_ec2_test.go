@@ -15,7 +15,7 @@ import (
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
-// The ec2-mix workload of BENCHMARKS.md on the embedded catalog (us-east-1,
+// The ec2-mix workload of docs/workloads.md on the embedded catalog (us-east-1,
 // spot in three zones at the catalog's deterministic discount):
 //
 //   - a "general" NodePool over the c, m and r families (amd64, linux);

@@ -47,7 +47,7 @@ func (g *mixGenerator) sized(p *dtesting.PodWrapper) *corev1.Pod {
 	return pod
 }
 
-// karpenterMixPods returns the five-part pod mix of BENCHMARKS.md: generic
+// karpenterMixPods returns the five-part pod mix of docs/workloads.md: generic
 // pods, zonal spread, hostname spread, zonal self-affinity and hostname
 // self-anti-affinity, n/5 each with the remainder in the first part.
 func karpenterMixPods(n int) []*corev1.Pod {

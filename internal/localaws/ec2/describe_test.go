@@ -237,7 +237,7 @@ func TestDescribeImages(t *testing.T) {
 }
 
 // TestDescribeInstanceTypesAgreesWithCatalog recomputes Karpenter's
-// capacity formulas (REFERENCE "AWS 4") from every DescribeInstanceTypes
+// capacity formulas from every DescribeInstanceTypes
 // item and checks that they give the catalog's values.
 func TestDescribeInstanceTypesAgreesWithCatalog(t *testing.T) {
 	e := newEnv(t, 1)

@@ -231,7 +231,7 @@ func networkPerformance(mbps *int64) string {
 }
 
 // instanceTypeItem derives a DescribeInstanceTypes item from catalog facts
-// so that Karpenter's formulas (REFERENCE "AWS 4") give the catalog's values
+// so that Karpenter's formulas give the catalog's values
 // back: labels, cpu, memory, pods, GPUs, accelerators, EFA and NVMe.
 func instanceTypeItem(f schema.InstanceType) instanceTypeXML {
 	arch := "x86_64"

@@ -8,7 +8,7 @@
 // (internal/catalog/schema), which catalog.Compute turns into capacity and
 // overhead for the class's AMI family, kubelet settings, root volume and
 // instance-store policy. Why: one implementation of Karpenter's formulas
-// (REFERENCE "AWS 4") serves the kwok provider, the simulator and AWS, and the
+// serves the kwok provider, the simulator and AWS, and the
 // oracle test checks this path against the catalog for every documented type.
 // What DescribeInstanceTypes does not report (the pod-eni trunk limit, the
 // documented network bandwidth) comes from the catalog by name.

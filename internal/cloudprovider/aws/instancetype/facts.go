@@ -16,7 +16,7 @@ import (
 var categoryGeneration = regexp.MustCompile(`(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`)
 
 // FromEC2 converts what DescribeInstanceTypes reports about a type into the
-// raw facts the catalog formulas take (REFERENCE "AWS 4"). known holds the
+// raw facts the catalog formulas take. known holds the
 // catalog's facts by name; it supplies what DescribeInstanceTypes does not
 // report: the vpc.amazonaws.com/pod-eni count (trunk-interface limit) and the
 // network bandwidth of the documented table (for types it lacks, the default

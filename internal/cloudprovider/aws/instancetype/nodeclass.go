@@ -27,7 +27,7 @@ func AMIFamily(nc *awsv1.EC2NodeClass) catalog.AMIFamily {
 }
 
 // ephemeralDevice is the device whose volume holds a family's ephemeral
-// storage (REFERENCE "AWS 1.6").
+// storage.
 func ephemeralDevice(f catalog.AMIFamily) string {
 	switch f {
 	case catalog.AMIFamilyBottlerocket:
@@ -38,8 +38,8 @@ func ephemeralDevice(f catalog.AMIFamily) string {
 	return "/dev/xvda"
 }
 
-// RootVolumeSize returns the size of the volume that backs ephemeral storage
-// (REFERENCE "AWS 1.6"): the mapping marked rootVolume; for Custom the last
+// RootVolumeSize returns the size of the volume that backs ephemeral
+// storage: the mapping marked rootVolume; for Custom the last
 // mapping (20Gi without mappings); else the mapping of the family's ephemeral
 // device. Nil means the family default, which the catalog applies (20Gi, 50Gi
 // on Windows).

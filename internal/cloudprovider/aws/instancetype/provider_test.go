@@ -115,7 +115,7 @@ func TestListOfferings(t *testing.T) {
 	if diff := cmp.Diff([]string{"us-east-1a/on-demand", "us-east-1b/on-demand"}, offeringStrings(t2.Offerings)); diff != "" {
 		t.Errorf("t2.micro offerings (-want +got):\n%s", diff)
 	}
-	// The request filters of REFERENCE "AWS 2", paged by the SDK paginator.
+	// The request filters Karpenter sends, paged by the SDK paginator.
 	in := tp.ec2.typeCalls[0]
 	if got := aws.ToInt32(in.MaxResults); got != 100 {
 		t.Errorf("DescribeInstanceTypes MaxResults = %d, want 100", got)

@@ -1,7 +1,7 @@
 // Package pricing gives the AWS provider the hourly price of every offering:
 // on-demand prices from the AWS Price List API (GetProducts) and spot prices
 // from EC2's DescribeSpotPriceHistory, refreshed every RefreshInterval (12
-// hours, as Karpenter does; REFERENCE "AWS 2").
+// hours, as Karpenter does).
 //
 // Why a provider of its own: prices change rarely and the Price List API is
 // slow and paginated, so prices are fetched in the background by Refresh, which

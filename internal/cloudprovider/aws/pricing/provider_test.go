@@ -169,7 +169,7 @@ func TestRefreshOnDemand(t *testing.T) {
 	if p.SeqNum() == seq {
 		t.Error("SeqNum did not change")
 	}
-	// Three pages, each with the filters of REFERENCE "AWS 2".
+	// Three pages, each with the filters Karpenter sends.
 	if len(fp.calls) != 3 {
 		t.Fatalf("GetProducts called %d times, want 3", len(fp.calls))
 	}

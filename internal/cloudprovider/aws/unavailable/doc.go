@@ -5,7 +5,7 @@
 //
 // Why: retrying an offering that just failed wastes a launch and usually fails
 // again, so the provider reports it unavailable for TTL (3 minutes, as
-// Karpenter does; REFERENCE "AWS 2" and AWS-LAUNCH.md §2.10) and the scheduler
+// Karpenter does) and the scheduler
 // picks another. The instance-type provider caches its results; every mark and
 // every expiry bumps SeqNum, which is part of that cache's key, so a change of
 // availability is seen at once.
