@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -86,4 +88,57 @@ type withoutWatch struct{ client.Client }
 // Watch is not supported.
 func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch is not supported by this test client")
+}
+
+// TestStatusWriteKeepsOtherWritersConditions checks that the lifecycle's
+// status write does not erase a condition another controller (disruption's
+// Drifted, Consolidatable, DisruptionReason) wrote after the lifecycle read
+// the claim: the write is refused and retried on the newer claim.
+func TestStatusWriteKeepsOtherWritersConditions(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	nc := newClaim(t, "lifecycle-other-writer")
+	launched, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, launched, "lifecycle-other-writer-node")
+	h.seen(t, node)
+
+	// The lifecycle read the claim (stale); another writer marks it drifted.
+	stale := launched.DeepCopy()
+	drifted := launched.DeepCopy()
+	meta.SetStatusCondition(&drifted.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.Now(),
+	})
+	if err := testEnv.Client.Status().Update(ctx, drifted); err != nil {
+		t.Fatalf("marking the claim drifted: %v", err)
+	}
+
+	// The lifecycle registers the node from its stale read.
+	result, err := h.controller.Reconcile(ctx, stale)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	got := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(got, v1.ConditionTypeDrifted); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Drifted = %+v after the lifecycle's write from a stale read, want True", c)
+	}
+	if result.RequeueAfter == 0 {
+		t.Error("a refused status write is not requeued")
+	}
+
+	// The retry, on the newer claim, registers it and keeps Drifted.
+	if got, err = h.reconcile(t, got); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if c := condition(got, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Errorf("Registered = %+v after the retry, want True", c)
+	}
+	if c := condition(got, v1.ConditionTypeDrifted); c.Status != metav1.ConditionTrue {
+		t.Errorf("Drifted = %+v after the retry, want True", c)
+	}
 }

@@ -96,31 +96,53 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		results = append(results, result)
 	}
 	setReady(nc, metav1.NewTime(c.clock.Now()))
-	// 4. Write metadata (labels from the launched instance) and status.
-	if err := c.persist(ctx, stored, nc); err != nil {
+	// 4. Write metadata (labels from the launched instance) and status. A
+	//    write refused because the claim changed since it was read is retried
+	//    on the newer claim: that change (the watch delivers it) is another
+	//    controller's, and writing over it would erase it.
+	conflicted, err := c.persist(ctx, stored, nc)
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if conflicted {
+		results = append(results, reconcile.Result{RequeueAfter: conflictRequeueDelay})
 	}
 	return minResult(results), errors.Join(errs...)
 }
 
-// persist patches the claim's metadata and status when they changed.
-func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
+// conflictRequeueDelay is how soon a claim whose write conflicted is
+// reconciled again, should the watch event of the conflicting write be late.
+const conflictRequeueDelay = time.Second
+
+// persist patches the claim's metadata and status when they changed. Both
+// patches carry the resourceVersion the pass read (the status patch the one
+// its own metadata patch produced): status.conditions is a list that a merge
+// patch replaces whole, so without the lock the patch would erase conditions
+// other controllers wrote meanwhile (Drifted, Consolidatable,
+// DisruptionReason). It reports whether a patch conflicted.
+func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (bool, error) {
+	// The lock takes the resourceVersion from the patch's base.
+	base := stored.DeepCopy()
 	if !equality.Semantic.DeepEqual(stored.Labels, nc.Labels) || !equality.Semantic.DeepEqual(stored.Annotations, nc.Annotations) {
 		status := nc.Status.DeepCopy()
-		if err := c.kubeClient.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
+		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return true, nil
+			}
+			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
 		}
 		nc.Status = *status
+		base.ResourceVersion = nc.ResourceVersion // our own write, not another's
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
-				return nil
+				return true, nil
 			}
-			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
+			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // deleteClaim deletes the claim (its finalizer then terminates anything left).
