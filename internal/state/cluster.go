@@ -35,7 +35,12 @@ type Cluster struct {
 	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
 	// marked holds the provider IDs (or names) that disruption chose to remove.
 	marked map[string]bool
-	// nominated holds, per node name, when its latest nomination expires.
+	// nominated holds, per name given to NominateNodeForPod, when its latest
+	// nomination expires. The name is a NodeClaim's (a machine being
+	// launched) or a Node's (an existing one); the two differ on providers
+	// that name nodes themselves (AWS: ip-…), so a machine's nomination is
+	// the later of its claim's and its node's, and each is forgotten when the
+	// object of that name goes, or when it expires.
 	nominated map[string]time.Time
 	// planned holds, per NodeClaim name, the pods it was launched for, so
 	// that registration can nominate them onto its node.
@@ -96,13 +101,13 @@ func (c *Cluster) UpdateNode(node *corev1.Node) {
 func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.nominated, name)
 	id, ok := c.nodeNames[name]
 	if !ok {
 		return
 	}
 	delete(c.nodeNames, name)
 	delete(c.podsByNode, name)
-	delete(c.nominated, name)
 	if e := c.entries[id]; e != nil {
 		e.node = nil
 		if e.nodeClaim == nil {
@@ -128,12 +133,16 @@ func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The provisioner records its plan and nomination as it creates the
+	// claim, possibly before the informer delivers it: forget them even if
+	// the model never held the claim.
+	delete(c.planned, name)
+	delete(c.nominated, name)
 	id, ok := c.claimNames[name]
 	if !ok {
 		return
 	}
 	delete(c.claimNames, name)
-	delete(c.planned, name)
 	if e := c.entries[id]; e != nil {
 		e.nodeClaim = nil
 		if e.node == nil {
@@ -266,12 +275,31 @@ func (c *Cluster) idOf(providerIDOrName string) string {
 	return "pid/" + providerIDOrName
 }
 
-// NominateNodeForPod records that a pod is expected to land on the node; the
-// node is not disrupted until the nomination expires.
-func (c *Cluster) NominateNodeForPod(nodeName string, window time.Duration) {
+// NominateNodeForPod records that a pod is expected to land on the machine
+// named by a Node name or, for a machine being launched, a NodeClaim name; the
+// machine is not disrupted until the nomination expires. Expired nominations
+// are forgotten here, so names the model never sees do not accumulate.
+func (c *Cluster) NominateNodeForPod(name string, window time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.nominated[nodeName] = c.clock.Now().Add(window)
+	now := c.clock.Now()
+	maps.DeleteFunc(c.nominated, func(_ string, until time.Time) bool { return !until.After(now) })
+	c.nominated[name] = now.Add(window)
+}
+
+// nominatedUntil is when the latest nomination of the machine with this Node
+// and NodeClaim (either may be nil) expires. Callers hold the lock.
+func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim) time.Time {
+	var until time.Time
+	if node != nil {
+		until = c.nominated[node.Name]
+	}
+	if nc != nil {
+		if t := c.nominated[nc.Name]; t.After(until) {
+			until = t
+		}
+	}
+	return until
 }
 
 // RecordPlannedPods remembers which pods a new NodeClaim was launched for.
@@ -315,6 +343,7 @@ func (c *Cluster) Nodes() []*StateNode {
 		if claimID, ok := pairs[id]; ok {
 			n.NodeClaim = c.entries[claimID].nodeClaim
 			n.MarkedForDeletion = n.MarkedForDeletion || c.marked[claimID] || n.Deleting()
+			n.NominatedUntil = c.nominatedUntil(n.Node, n.NodeClaim)
 		}
 		nodes = append(nodes, n)
 	}
@@ -405,10 +434,8 @@ func (c *Cluster) stateNode(id string, e *stateEntry) *StateNode {
 			a, b := n.Pods[i], n.Pods[j]
 			return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
 		})
-		n.NominatedUntil = c.nominated[e.node.Name]
-	} else if e.nodeClaim != nil {
-		n.NominatedUntil = c.nominated[e.nodeClaim.Name]
 	}
+	n.NominatedUntil = c.nominatedUntil(e.node, e.nodeClaim)
 	return n
 }
 

@@ -270,3 +270,110 @@ func TestRegisteredNodePairsWithItsUnlinkedClaim(t *testing.T) {
 		t.Errorf("machines after linking (-want +got):\n%s", diff)
 	}
 }
+
+// TestNominationFollowsTheMachine checks that a nomination made under a
+// NodeClaim's name (a new claim) or a Node's name (an existing node) is seen
+// on the machine whatever its Node is called (the AWS provider's nodes are
+// named ip-…, its claims default-…), and is forgotten when the machine goes,
+// registered or not.
+func TestNominationFollowsTheMachine(t *testing.T) {
+	const (
+		claimName  = "default-abcde"
+		nodeName   = "ip-10-0-1-2.ec2.internal"
+		providerID = "aws:///zone-a/i-0123"
+	)
+	window := 20 * time.Second
+	cases := map[string]struct {
+		// steps drive the model after the nomination; wantUntil is whether
+		// the machine is nominated afterwards, wantKept how many nominations
+		// the model still holds.
+		steps     func(c *Cluster)
+		nominate  string
+		wantUntil bool
+		wantKept  int
+	}{
+		"claim nominated before the informer saw it, then launched and registered": {
+			nominate: claimName,
+			steps: func(c *Cluster) {
+				c.UpdateNodeClaim(claim(claimName, ""))
+				c.UpdateNodeClaim(claim(claimName, providerID))
+				c.UpdateNode(node(nodeName, providerID))
+			},
+			wantUntil: true, wantKept: 1,
+		},
+		"registered node nominated by its node name": {
+			nominate: nodeName,
+			steps: func(c *Cluster) {
+				c.UpdateNodeClaim(claim(claimName, providerID))
+				c.UpdateNode(node(nodeName, providerID))
+			},
+			wantUntil: true, wantKept: 1,
+		},
+		"claim that never registers is deleted": {
+			nominate: claimName,
+			steps: func(c *Cluster) {
+				c.UpdateNodeClaim(claim(claimName, providerID))
+				c.DeleteNodeClaim(claimName)
+			},
+			wantKept: 0,
+		},
+		"claim deleted before the informer saw it": {
+			nominate: claimName,
+			steps:    func(c *Cluster) { c.DeleteNodeClaim(claimName) },
+			wantKept: 0,
+		},
+		"registered machine goes, node first": {
+			nominate: claimName,
+			steps: func(c *Cluster) {
+				c.UpdateNodeClaim(claim(claimName, providerID))
+				c.UpdateNode(node(nodeName, providerID))
+				c.DeleteNode(nodeName)
+				c.DeleteNodeClaim(claimName)
+			},
+			wantKept: 0,
+		},
+		"registered machine nominated by node name goes, claim first": {
+			nominate: nodeName,
+			steps: func(c *Cluster) {
+				c.UpdateNodeClaim(claim(claimName, providerID))
+				c.UpdateNode(node(nodeName, providerID))
+				c.DeleteNodeClaim(claimName)
+				c.DeleteNode(nodeName)
+			},
+			wantKept: 0,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			c := NewCluster(clk)
+			c.NominateNodeForPod(tc.nominate, window)
+			tc.steps(c)
+			if tc.wantUntil {
+				nodes := c.Nodes()
+				if len(nodes) != 1 {
+					t.Fatalf("model holds %d machines, want 1", len(nodes))
+				}
+				if got, want := nodes[0].NominatedUntil, clk.Now().Add(window); !got.Equal(want) {
+					t.Errorf("NominatedUntil = %v, want %v", got, want)
+				}
+			}
+			if got := len(c.nominated); got != tc.wantKept {
+				t.Errorf("model holds %d nominations, want %d: %v", got, tc.wantKept, c.nominated)
+			}
+		})
+	}
+}
+
+// TestExpiredNominationsAreForgotten checks that nominations of names the
+// model never sees go away once they expire.
+func TestExpiredNominationsAreForgotten(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := NewCluster(clk)
+	c.NominateNodeForPod("never-seen", 20*time.Second)
+	clk.Step(time.Minute)
+	c.NominateNodeForPod("node-a", 20*time.Second)
+	if _, ok := c.nominated["never-seen"]; ok || len(c.nominated) != 1 {
+		t.Errorf("nominations %v, want only node-a's", c.nominated)
+	}
+}
