@@ -32,9 +32,9 @@ func (p *pass) guardMessage(n *state.StateNode, pods []*corev1.Pod) string {
 		return fmt.Sprintf("NodeClaim has %s annotation", v1.DoNotDisruptAnnotationKey)
 	}
 	for _, pod := range pods {
-		if blocks, valid := podutil.DoNotDisrupt(pod, p.now); !valid {
+		if protection := podutil.DoNotDisrupt(pod, p.now); protection.Invalid {
 			p.invalid = append(p.invalid, InvalidAnnotation{Pod: pod})
-		} else if blocks {
+		} else if protection.Active {
 			return fmt.Sprintf("Pod %s has %s annotation", klog.KObj(pod), v1.DoNotDisruptAnnotationKey)
 		}
 	}

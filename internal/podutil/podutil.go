@@ -1,13 +1,17 @@
 // Package podutil answers the questions about pods that several controllers
 // ask the same way: is it waiting for capacity, would it move if its node
 // went away, is it owned by a DaemonSet, is it critical, may it be disrupted.
+// Provisioning, disruption and termination all use these predicates, so that
+// a pod is never, say, protected by do-not-disrupt for one and not the other.
 package podutil
 
 import (
+	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
@@ -52,24 +56,22 @@ func IsTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// IsOwnedByDaemonSet reports a pod controlled by a DaemonSet.
+// IsOwnedByDaemonSet reports a pod with an apps/v1 DaemonSet among its
+// owners, as Karpenter tells DaemonSet pods (whether or not the reference is
+// marked as the controller).
 func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
+	return isOwnedBy(pod, "apps/v1", "DaemonSet")
 }
 
-// IsOwnedByNode reports a pod controlled by its Node (a static pod's mirror).
+// IsOwnedByNode reports a pod owned by its v1 Node (a static pod's mirror).
 func IsOwnedByNode(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "Node" {
-			return true
-		}
-	}
-	return false
+	return isOwnedBy(pod, "v1", "Node")
+}
+
+func isOwnedBy(pod *corev1.Pod, apiVersion, kind string) bool {
+	return slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.APIVersion == apiVersion && o.Kind == kind
+	})
 }
 
 // IsMirror reports the API mirror of a static pod.
@@ -78,45 +80,67 @@ func IsMirror(pod *corev1.Pod) bool {
 	return ok || IsOwnedByNode(pod)
 }
 
+// The system critical priority classes.
+const (
+	SystemClusterCritical = "system-cluster-critical"
+	SystemNodeCritical    = "system-node-critical"
+)
+
 // IsCritical reports a pod of priority class system-cluster-critical or
 // system-node-critical; they are drained after the others.
 func IsCritical(pod *corev1.Pod) bool {
-	return pod.Spec.PriorityClassName == "system-cluster-critical" || pod.Spec.PriorityClassName == "system-node-critical"
+	return pod.Spec.PriorityClassName == SystemClusterCritical || pod.Spec.PriorityClassName == SystemNodeCritical
 }
 
 // ToleratesDisruptedTaint reports a pod that tolerates karpenter.sh/disrupted:NoSchedule
-// and so would be scheduled straight back onto a draining node; drain skips it.
+// and so would be scheduled straight back onto a draining node; drain skips
+// it and disruption does not count it as moving. Toleration operators are
+// matched as the kube-scheduler does by default (no Gt/Lt comparisons; the
+// taint has no value to compare anyway).
 func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
 	taint := v1.DisruptedNoScheduleTaint()
-	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &taint, true) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
+		return t.ToleratesTaint(logr.Discard(), &taint, false)
+	})
 }
 
-// DoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
-// annotation blocks voluntary disruption at now. The value "true" blocks
-// always; a duration (for example "5m") blocks until that long after the pod
-// started; anything else is invalid and does not block (ok=false).
-func DoNotDisrupt(pod *corev1.Pod, now time.Time) (blocks bool, valid bool) {
+// Protection is what a pod's karpenter.sh/do-not-disrupt annotation says at
+// an instant.
+type Protection struct {
+	// Active is true while the annotation blocks voluntary disruption and
+	// eviction of the pod.
+	Active bool
+	// Until is when a duration's protection lapses (start time + duration);
+	// zero for "true", for a pod not started yet, or without a duration.
+	Until time.Time
+	// Invalid is true when the annotation is present but neither "true" nor
+	// a positive duration; it then protects nothing.
+	Invalid bool
+}
+
+// DoNotDisrupt reads the pod's karpenter.sh/do-not-disrupt annotation at now,
+// with Karpenter's semantics (v1.12): "true" protects indefinitely; a
+// positive Go duration such as "5m" protects until that long after the pod's
+// status.startTime, and indefinitely while the pod has no start time (it
+// fails safe rather than measuring from creation); any other value, zero and
+// negative durations included, is invalid and protects nothing.
+func DoNotDisrupt(pod *corev1.Pod, now time.Time) Protection {
 	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
 	if !ok {
-		return false, true
+		return Protection{}
 	}
 	if value == "true" {
-		return true, true
+		return Protection{Active: true}
 	}
 	d, err := time.ParseDuration(value)
-	if err != nil || d < 0 {
-		return false, false
+	if err != nil || d <= 0 {
+		return Protection{Invalid: true}
 	}
-	start := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
+	if pod.Status.StartTime == nil {
+		return Protection{Active: true}
 	}
-	return now.Before(start.Add(d)), true
+	until := pod.Status.StartTime.Add(d)
+	return Protection{Active: now.Before(until), Until: until}
 }
 
 // IsReady reports a pod whose Ready condition is True.

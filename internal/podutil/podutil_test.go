@@ -26,7 +26,7 @@ func TestIsProvisionable(t *testing.T) {
 		"bound":                          {pod: corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: unschedulable()}},
 		"preempting":                     {pod: corev1.Pod{Status: func() corev1.PodStatus { s := unschedulable(); s.NominatedNodeName = "n"; return s }()}},
 		"being deleted":                  {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: unschedulable()}},
-		"daemonset pod":                  {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}}, Status: unschedulable()}},
+		"daemonset pod":                  {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}}, Status: unschedulable()}},
 		"mirror pod":                     {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}, Status: unschedulable()}},
 		"scheduling gated":               {pod: corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}}}},
 	}
@@ -39,43 +39,99 @@ func TestIsProvisionable(t *testing.T) {
 	}
 }
 
+// TestDoNotDisrupt is the one reading of karpenter.sh/do-not-disrupt that
+// disruption and termination share, with Karpenter's semantics.
 func TestDoNotDisrupt(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := func(value string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(start)}, Status: corev1.PodStatus{StartTime: &metav1.Time{Time: start}}}
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	pod := func(value string, started *time.Time) *corev1.Pod {
+		// Created long ago: a duration is never measured from creation.
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
 		if value != "" {
 			p.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: value}
 		}
+		if started != nil {
+			p.Status.StartTime = &metav1.Time{Time: *started}
+		}
 		return p
 	}
+	minuteAgo, fiveMinutesAgo := now.Add(-time.Minute), now.Add(-5*time.Minute)
 	cases := map[string]struct {
-		value      string
-		now        time.Time
-		wantBlocks bool
-		wantValid  bool
+		pod  *corev1.Pod
+		want Protection
 	}{
-		"absent":               {now: start, wantValid: true},
-		"true":                 {value: "true", now: start.Add(1000 * time.Hour), wantBlocks: true, wantValid: true},
-		"duration not elapsed": {value: "5m", now: start.Add(4 * time.Minute), wantBlocks: true, wantValid: true},
-		"duration elapsed":     {value: "5m", now: start.Add(5 * time.Minute), wantValid: true},
-		"false":                {value: "false", now: start},
-		"garbage":              {value: "soon", now: start},
-		"negative duration":    {value: "-5m", now: start},
+		"absent":                            {pod: pod("", &minuteAgo)},
+		"true":                              {pod: pod("true", &fiveMinutesAgo), want: Protection{Active: true}},
+		"true, not started":                 {pod: pod("true", nil), want: Protection{Active: true}},
+		"duration, still protected":         {pod: pod("5m", &minuteAgo), want: Protection{Active: true, Until: now.Add(4 * time.Minute)}},
+		"duration, lapsed at the instant":   {pod: pod("5m", &fiveMinutesAgo), want: Protection{Until: now}},
+		"duration, not started: fails safe": {pod: pod("5m", nil), want: Protection{Active: true}},
+		"zero duration is invalid":          {pod: pod("0s", &minuteAgo), want: Protection{Invalid: true}},
+		"negative duration is invalid":      {pod: pod("-5m", &minuteAgo), want: Protection{Invalid: true}},
+		"false is invalid":                  {pod: pod("false", &minuteAgo), want: Protection{Invalid: true}},
+		"garbage is invalid":                {pod: pod("soon", nil), want: Protection{Invalid: true}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			blocks, valid := DoNotDisrupt(pod(tc.value), tc.now)
-			if blocks != tc.wantBlocks || valid != tc.wantValid {
-				t.Errorf("DoNotDisrupt() = (%v, %v), want (%v, %v)", blocks, valid, tc.wantBlocks, tc.wantValid)
+			if got := DoNotDisrupt(tc.pod, now); got != tc.want {
+				t.Errorf("DoNotDisrupt() = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOwnership checks the DaemonSet and mirror predicates against owner
+// references as Karpenter reads them: by apiVersion and kind.
+func TestOwnership(t *testing.T) {
+	owned := func(refs ...metav1.OwnerReference) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: refs}}
+	}
+	cases := map[string]struct {
+		pod                    *corev1.Pod
+		wantDaemon, wantMirror bool
+	}{
+		"no owner":                        {pod: owned()},
+		"daemonset controller":            {pod: owned(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}), wantDaemon: true},
+		"daemonset owner, not controller": {pod: owned(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds"}), wantDaemon: true},
+		"another group's DaemonSet kind":  {pod: owned(metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)})},
+		"replicaset":                      {pod: owned(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: ptr.To(true)})},
+		"owned by its node":               {pod: owned(metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "n"}), wantMirror: true},
+		"another group's Node kind":       {pod: owned(metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Node", Name: "n"})},
+		"mirror annotation":               {pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, wantMirror: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := IsOwnedByDaemonSet(tc.pod); got != tc.wantDaemon {
+				t.Errorf("IsOwnedByDaemonSet() = %v, want %v", got, tc.wantDaemon)
+			}
+			if got := IsMirror(tc.pod); got != tc.wantMirror {
+				t.Errorf("IsMirror() = %v, want %v", got, tc.wantMirror)
 			}
 		})
 	}
 }
 
 func TestToleratesDisruptedTaint(t *testing.T) {
-	tolerating := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}
-	plain := &corev1.Pod{}
-	if !ToleratesDisruptedTaint(tolerating) || ToleratesDisruptedTaint(plain) {
-		t.Errorf("ToleratesDisruptedTaint: tolerate-all %v, none %v", ToleratesDisruptedTaint(tolerating), ToleratesDisruptedTaint(plain))
+	cases := map[string]struct {
+		toleration corev1.Toleration
+		want       bool
+	}{
+		"none":                       {},
+		"everything":                 {toleration: corev1.Toleration{Operator: corev1.TolerationOpExists}, want: true},
+		"all NoSchedule":             {toleration: corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, want: true},
+		"the disrupted key":          {toleration: corev1.Toleration{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}, want: true},
+		"the key, NoExecute only":    {toleration: corev1.Toleration{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+		"the key, equal empty value": {toleration: corev1.Toleration{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpEqual}, want: true},
+		"another key":                {toleration: corev1.Toleration{Key: "other", Operator: corev1.TolerationOpExists}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{}
+			if tc.toleration != (corev1.Toleration{}) {
+				pod.Spec.Tolerations = []corev1.Toleration{tc.toleration}
+			}
+			if got := ToleratesDisruptedTaint(pod); got != tc.want {
+				t.Errorf("ToleratesDisruptedTaint() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

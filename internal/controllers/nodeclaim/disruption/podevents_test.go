@@ -20,7 +20,7 @@ func TestPodEventNode(t *testing.T) {
 	terminal := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
 	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }
 	daemon := func(p *corev1.Pod) {
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}
 	}
 	cases := map[string]struct {
 		old, updated *corev1.Pod

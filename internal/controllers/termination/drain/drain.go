@@ -5,11 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
 // Group orders the pods of a draining node. A group is evicted only once every
@@ -53,13 +51,13 @@ const DefaultTerminationGracePeriod = 30 * time.Second
 
 // Critical priority classes. Pods using them are drained after all others.
 const (
-	SystemClusterCritical = "system-cluster-critical"
-	SystemNodeCritical    = "system-node-critical"
+	SystemClusterCritical = podutil.SystemClusterCritical
+	SystemNodeCritical    = podutil.SystemNodeCritical
 )
 
 // GroupOf returns the drain group of a pod.
 func GroupOf(pod *corev1.Pod) Group {
-	switch critical, daemon := IsCritical(pod), IsOwnedByDaemonSet(pod); {
+	switch critical, daemon := podutil.IsCritical(pod), podutil.IsOwnedByDaemonSet(pod); {
 	case critical && daemon:
 		return CriticalDaemon
 	case critical:
@@ -69,44 +67,6 @@ func GroupOf(pod *corev1.Pod) Group {
 	default:
 		return NonCriticalNonDaemon
 	}
-}
-
-// IsCritical reports whether the pod uses a system critical priority class.
-func IsCritical(pod *corev1.Pod) bool {
-	return pod.Spec.PriorityClassName == SystemClusterCritical || pod.Spec.PriorityClassName == SystemNodeCritical
-}
-
-// IsOwnedByDaemonSet reports whether a DaemonSet controls the pod.
-func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
-	return isOwnedBy(pod, "apps/v1", "DaemonSet")
-}
-
-// IsMirror reports whether the pod is the API mirror of a static pod. The
-// kubelet owns those; they cannot be evicted or deleted through the API.
-func IsMirror(pod *corev1.Pod) bool {
-	_, annotated := pod.Annotations[corev1.MirrorPodAnnotationKey]
-	return annotated || isOwnedBy(pod, "v1", "Node")
-}
-
-func isOwnedBy(pod *corev1.Pod, apiVersion, kind string) bool {
-	return slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool {
-		return o.APIVersion == apiVersion && o.Kind == kind
-	})
-}
-
-// ToleratesDisruptedTaint reports whether the pod tolerates
-// karpenter.sh/disrupted:NoSchedule. Such pods asked to stay on disrupted
-// nodes, so the drain leaves them alone.
-func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
-	taint := v1.DisruptedNoScheduleTaint()
-	return slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
-		return t.ToleratesTaint(logr.Discard(), &taint, false)
-	})
-}
-
-// IsTerminal reports whether the pod has finished (Succeeded or Failed).
-func IsTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // IsTerminating reports whether the pod has been deleted and is shutting down.
@@ -125,37 +85,12 @@ func IsStuckTerminating(pod *corev1.Pod, now time.Time) bool {
 // terminating. Pods with do-not-disrupt are drainable: the drain waits for
 // them even though it does not evict them.
 func IsDrainable(pod *corev1.Pod, now time.Time) bool {
-	return !IsMirror(pod) && !ToleratesDisruptedTaint(pod) && !IsStuckTerminating(pod, now)
+	return !podutil.IsMirror(pod) && !podutil.ToleratesDisruptedTaint(pod) && !IsStuckTerminating(pod, now)
 }
 
 // IsWaiting reports whether the drain still waits for the pod to go away.
 func IsWaiting(pod *corev1.Pod, now time.Time) bool {
-	return !IsTerminal(pod) && IsDrainable(pod, now)
-}
-
-// DoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
-// annotation protects it from eviction at now. The value "true" protects it
-// indefinitely; a positive duration such as "5m" protects it for that long
-// after the pod started (indefinitely while it has not started), and until
-// is then the instant the protection lapses. Any other value protects
-// nothing.
-func DoNotDisrupt(pod *corev1.Pod, now time.Time) (active bool, until time.Time) {
-	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false, time.Time{}
-	}
-	if value == "true" {
-		return true, time.Time{}
-	}
-	d, err := time.ParseDuration(value)
-	if err != nil || d <= 0 {
-		return false, time.Time{}
-	}
-	if pod.Status.StartTime == nil {
-		return true, time.Time{}
-	}
-	until = pod.Status.StartTime.Add(d)
-	return now.Before(until), until
+	return !podutil.IsTerminal(pod) && IsDrainable(pod, now)
 }
 
 // TerminationGracePeriod returns the pod's terminationGracePeriodSeconds.
@@ -257,14 +192,14 @@ func NewPlan(pods []*corev1.Pod, now time.Time, terminationTime *time.Time) Plan
 	}
 	p.Group = GroupOf(p.Waiting[0])
 	for _, pod := range p.Waiting {
-		active, until := DoNotDisrupt(pod, now)
-		if active {
+		protection := podutil.DoNotDisrupt(pod, now)
+		if protection.Active {
 			p.Protected = append(p.Protected, pod)
-			if !until.IsZero() {
-				later(until)
+			if !protection.Until.IsZero() {
+				later(protection.Until)
 			}
 		}
-		if GroupOf(pod) != p.Group || IsTerminating(pod) || active || deleting[pod] {
+		if GroupOf(pod) != p.Group || IsTerminating(pod) || protection.Active || deleting[pod] {
 			continue
 		}
 		p.Evict = append(p.Evict, pod)

@@ -141,35 +141,6 @@ func TestIsWaiting(t *testing.T) {
 	}
 }
 
-func TestDoNotDisrupt(t *testing.T) {
-	type result struct {
-		Active bool
-		Until  time.Time
-	}
-	cases := map[string]struct {
-		pod  *corev1.Pod
-		want result
-	}{
-		"no annotation":               {pod: makePod("p").obj(), want: result{}},
-		"true":                        {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "true").obj(), want: result{Active: true}},
-		"false":                       {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "false").obj(), want: result{}},
-		"garbage":                     {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "soon").obj(), want: result{}},
-		"negative duration":           {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "-5m").obj(), want: result{}},
-		"duration, not started":       {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "5m").obj(), want: result{Active: true}},
-		"duration, still protected":   {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "5m").started(now.Add(-time.Minute)).obj(), want: result{Active: true, Until: now.Add(4 * time.Minute)}},
-		"duration, protection lapsed": {pod: makePod("p").annotate(v1.DoNotDisruptAnnotationKey, "5m").started(now.Add(-5 * time.Minute)).obj(), want: result{Until: now}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var got result
-			got.Active, got.Until = drain.DoNotDisrupt(tc.pod, now)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("DoNotDisrupt() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestGracePeriodSeconds(t *testing.T) {
 	deadline := now.Add(10 * time.Minute)
 	cases := map[string]struct {
