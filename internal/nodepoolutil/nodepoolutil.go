@@ -6,58 +6,73 @@ package nodepoolutil
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/mitchellh/hashstructure/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// HashVersion is the version of the hashing scheme; hashes of different
-// versions are never compared (a new Dovetail does not drift every node).
-const HashVersion = "dovetail-v1"
+// HashVersion is the version of the hashing scheme, Karpenter v1's
+// NodePoolHashVersion: TemplateHash computes the same value as Karpenter's
+// NodePool.Hash(), so NodeClaims stamped by Karpenter are compared with
+// Dovetail's hash and the other way round. Hashes of different versions are
+// never compared: a claim of another version is re-stamped by the NodePool
+// hash controller, not drifted.
+const HashVersion = "v3"
 
-// hashedTemplate is the part of a NodePool whose change makes its nodes
-// drift. Requirements are left out: requirement drift is checked against the
-// node's labels instead, so that widening a requirement does not replace
-// nodes that still satisfy it.
-type hashedTemplate struct {
-	Labels                 map[string]string      `json:"labels,omitempty"`
-	Annotations            map[string]string      `json:"annotations,omitempty"`
-	Taints                 []corev1.Taint         `json:"taints,omitempty"`
-	StartupTaints          []corev1.Taint         `json:"startupTaints,omitempty"`
-	NodeClassRef           *v1.NodeClassReference `json:"nodeClassRef,omitempty"`
-	ExpireAfter            string                 `json:"expireAfter"`
-	TerminationGracePeriod string                 `json:"terminationGracePeriod,omitempty"`
+// LegacyHashVersion is the hash version of Dovetail before it computed
+// Karpenter's hash (a SHA-256 of the template's JSON). Claims that carry it
+// are re-stamped with HashVersion; the old hash is never computed again.
+const LegacyHashVersion = "dovetail-v1"
+
+// hashOptions are the options Karpenter's NodePool.Hash() passes to
+// hashstructure (format v2).
+var hashOptions = &hashstructure.HashOptions{
+	SlicesAsSets:    true,
+	IgnoreZeroValue: true,
+	ZeroNil:         true,
 }
 
-// TemplateHash hashes the drift-relevant part of the NodePool's template.
-// Map keys are serialised sorted, so equal templates hash equally.
+// TemplateHash returns the NodePool template hash exactly as Karpenter v1
+// computes it: hashstructure (format v2, slices as sets, zero values and
+// nil pointers ignored) of spec.template, in decimal. hashstructure hashes
+// type and field names as well as values, so the API types keep
+// Karpenter's names (NodeClaimTemplate, ObjectMeta, NodeClaimTemplateSpec,
+// NodeClassReference, NillableDuration, Duration) and the fields Karpenter
+// leaves out carry hash:"ignore" (requirements); unexported fields (the raw
+// text of durations) are skipped by hashstructure. Labels, annotations,
+// taints, startup taints, the NodeClass reference, expireAfter and
+// terminationGracePeriod are hashed; the order of taints and of map keys
+// does not matter.
 func TemplateHash(np *v1.NodePool) string {
-	t := np.Spec.Template
-	h := hashedTemplate{
-		Labels:        t.ObjectMeta.Labels,
-		Annotations:   t.ObjectMeta.Annotations,
-		Taints:        t.Spec.Taints,
-		StartupTaints: t.Spec.StartupTaints,
-		NodeClassRef:  t.Spec.NodeClassRef,
-		ExpireAfter:   t.Spec.ExpireAfter.String(),
-	}
-	if t.Spec.TerminationGracePeriod != nil {
-		h.TerminationGracePeriod = t.Spec.TerminationGracePeriod.Duration.String()
-	}
-	data, err := json.Marshal(h)
+	h, err := hashstructure.Hash(hashedTemplate(np), hashstructure.FormatV2, hashOptions)
 	if err != nil {
-		// Every field is a plain value; Marshal cannot fail on it.
-		panic(err)
+		// The template holds only strings, maps, slices, pointers and
+		// integers, which hashstructure always hashes.
+		panic(fmt.Errorf("hashing nodepool %s template: %w", np.Name, err))
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
+	return strconv.FormatUint(h, 10)
+}
+
+// hashedTemplate returns the NodePool's template with the durations rebuilt
+// from their values alone. Dovetail's durations keep the text they were
+// parsed from in an unexported field: hashstructure skips it, but it makes
+// the duration non-zero, so an expireAfter of Never (nil, hence left out by
+// Karpenter) or a zero terminationGracePeriod would otherwise be hashed as
+// present. The NodePool is not modified.
+func hashedTemplate(np *v1.NodePool) v1.NodeClaimTemplate {
+	t := np.Spec.Template
+	t.Spec.ExpireAfter = v1.NillableDuration{Duration: t.Spec.ExpireAfter.Duration}
+	if grace := t.Spec.TerminationGracePeriod; grace != nil {
+		d := v1.NewDuration(grace.Duration)
+		t.Spec.TerminationGracePeriod = &d
+	}
+	return t
 }
 
 // SortByWeight orders pools as they are tried: higher weight first, then by name.

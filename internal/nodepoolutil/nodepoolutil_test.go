@@ -1,9 +1,12 @@
 package nodepoolutil
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -47,6 +50,130 @@ func TestTemplateHash(t *testing.T) {
 				t.Errorf("hash changed = %v, want %v", drift, tc.wantDrift)
 			}
 		})
+	}
+}
+
+// karpenterHashes are NodePool hashes computed by Karpenter itself: a
+// throwaway program outside this repository imported
+// sigs.k8s.io/karpenter@v1.14.1 (with github.com/mitchellh/hashstructure/v2
+// v2.0.2) from the Go module proxy, built the same templates with
+// Karpenter's v1 types and printed NodePool.Hash() (NodePoolHashVersion
+// "v3"). Only the numbers are kept here.
+var karpenterHashes = map[string]struct {
+	template v1.NodeClaimTemplate
+	want     string
+}{
+	"empty template": {want: "17307646073972311821"},
+	"minimal": {template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: kwokRef(),
+		ExpireAfter:  v1.MustParseNillableDuration("720h"),
+		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+	}}, want: "12745407319442031341"},
+	"minimal, other requirements (ignored)": {template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: kwokRef(),
+		ExpireAfter:  v1.MustParseNillableDuration("720h"),
+		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.sh/capacity-type", Operator: corev1.NodeSelectorOpIn, Values: []string{"spot", "on-demand"}}},
+	}}, want: "12745407319442031341"},
+	"expireAfter Never": {template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+		NodeClassRef: kwokRef(),
+		ExpireAfter:  v1.MustParseNillableDuration("Never"),
+	}}, want: "7428780003907761376"},
+	"every hashed field": {template: fullTemplate(false), want: "15825252288555628219"},
+	"every hashed field, taints reordered": {template: fullTemplate(true), want: "15825252288555628219"},
+	"labels": {template: v1.NodeClaimTemplate{
+		ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "payments", "tier": "web"}},
+		Spec:       v1.NodeClaimTemplateSpec{NodeClassRef: kwokRef(), ExpireAfter: v1.MustParseNillableDuration("720h")},
+	}, want: "9800041750691176007"},
+	"labels, one changed": {template: v1.NodeClaimTemplate{
+		ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "payments", "tier": "api"}},
+		Spec:       v1.NodeClaimTemplateSpec{NodeClassRef: kwokRef(), ExpireAfter: v1.MustParseNillableDuration("720h")},
+	}, want: "4783711622639046541"},
+}
+
+func kwokRef() *v1.NodeClassReference {
+	return &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+}
+
+// fullTemplate sets every field Karpenter hashes; reordered swaps the taints.
+func fullTemplate(reordered bool) v1.NodeClaimTemplate {
+	taints := []corev1.Taint{
+		{Key: "dedicated", Value: "payments", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
+	}
+	if reordered {
+		taints[0], taints[1] = taints[1], taints[0]
+	}
+	grace := v1.NewDuration(48 * time.Hour)
+	return v1.NodeClaimTemplate{
+		ObjectMeta: v1.ObjectMeta{
+			Labels:      map[string]string{"team": "payments", "tier": "web"},
+			Annotations: map[string]string{"example.com/owner": "sre"},
+		},
+		Spec: v1.NodeClaimTemplateSpec{
+			NodeClassRef:           &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+			Taints:                 taints,
+			StartupTaints:          []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}},
+			TerminationGracePeriod: &grace,
+			ExpireAfter:            v1.MustParseNillableDuration("336h"),
+		},
+	}
+}
+
+// TestTemplateHashMatchesKarpenter checks TemplateHash against hashes
+// Karpenter v1.14.1 computed for the same templates.
+func TestTemplateHashMatchesKarpenter(t *testing.T) {
+	for name, tc := range karpenterHashes {
+		t.Run(name, func(t *testing.T) {
+			np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.NodePoolSpec{Template: tc.template}}
+			if diff := cmp.Diff(tc.want, TemplateHash(np)); diff != "" {
+				t.Errorf("hash mismatch (-karpenter +dovetail):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHashedTypesMatchKarpenter pins what hashstructure sees of the
+// template's types: for each struct type (by name, which hashstructure
+// hashes) the exported fields not tagged hash:"ignore". These are the names
+// in Karpenter v1.14.1's pkg/apis/v1 (nodepool.go, nodeclaim.go,
+// duration.go) and metav1.Duration; a field added to Dovetail's API types
+// changes the hash of templates that set it, so it must either exist in
+// Karpenter too or carry hash:"ignore".
+func TestHashedTypesMatchKarpenter(t *testing.T) {
+	want := map[string][]string{
+		"NodeClaimTemplate":     {"ObjectMeta", "Spec"},
+		"ObjectMeta":            {"Labels", "Annotations"},
+		"NodeClaimTemplateSpec": {"Taints", "StartupTaints", "NodeClassRef", "TerminationGracePeriod", "ExpireAfter"},
+		"NodeClassReference":    {"Kind", "Name", "Group"},
+		"NillableDuration":      {"Duration"},
+		"Duration":              {"Duration"},
+	}
+	got := map[string][]string{}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || typ.PkgPath() != reflect.TypeFor[v1.NodePool]().PkgPath() {
+			return
+		}
+		if _, seen := got[typ.Name()]; seen {
+			return
+		}
+		got[typ.Name()] = []string{}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() || f.Tag.Get("hash") == "ignore" {
+				continue
+			}
+			got[typ.Name()] = append(got[typ.Name()], f.Name)
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[v1.NodeClaimTemplate]())
+	sortStrings := cmpopts.SortSlices(func(a, b string) bool { return a < b })
+	if diff := cmp.Diff(want, got, sortStrings); diff != "" {
+		t.Errorf("hashed fields differ from Karpenter's (-karpenter +dovetail):\n%s", diff)
 	}
 }
 

@@ -90,8 +90,10 @@ type NodeClaimTemplateSpec struct {
 	// capacity types, of the nodes made from this template.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
+	// Requirements are not part of the NodePool hash (tag hash:"ignore", as in
+	// Karpenter): requirement drift is checked against the node's labels.
 	// +required
-	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"`
 	// nodeClassRef names the provider NodeClass of the nodes.
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
