@@ -29,6 +29,7 @@ func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen can
 	labels := reqs.Labels()
 	delete(labels, corev1.LabelHostname)
 	maps.Copy(labels, nodeClaim.Labels)
+	delete(labels, RegisterAfterLabelKey) // the claim's bookkeeping, not the node's
 	maps.Copy(labels, it.Requirements.Labels())
 	labels[corev1.LabelTopologyZone] = offering.Zone
 	labels[v1.CapacityTypeLabelKey] = offering.CapacityType

@@ -36,6 +36,8 @@ const (
 	// nanoseconds, at which its Node appears. The core stores the claim's
 	// labels, so the claim is the durable record of the booting instance
 	// and the RegistrationController creates the Node then, across restarts.
+	// It never reaches the Node: the RegistrationController removes it from
+	// the claim once the Node exists, before the core copies claim labels.
 	RegisterAfterLabelKey = kwokv1alpha1.Group + "/register-after"
 	// NodeClassAnnotationKey names the KWOKNodeClass a Node was launched with.
 	NodeClassAnnotationKey = kwokv1alpha1.Group + "/nodeclass"

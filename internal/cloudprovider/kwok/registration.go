@@ -85,13 +85,33 @@ func (c *RegistrationController) Reconcile(ctx context.Context, nodeClaim *v1.No
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("registering nodeclaim %s: %w", nodeClaim.Name, err))
 	}
 	if err := c.kubeClient.Create(ctx, node); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, nil
+		if !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating node for nodeclaim %s: %w", nodeClaim.Name, err)
 		}
-		return reconcile.Result{}, fmt.Errorf("creating node for nodeclaim %s: %w", nodeClaim.Name, err)
+	} else {
+		logger.V(1).Info("Registered instance", "Node", klog.KObj(node), "register-after", value)
 	}
-	logger.V(1).Info("Registered instance", "Node", klog.KObj(node), "register-after", value)
+	// 4. The instance has its Node: the registration time has served and
+	// leaves the claim, before the core's registration copies the claim's
+	// labels onto the Node. Only now, so that a restart before this point
+	// still finds the booting instance.
+	if err := c.forgetRegistrationTime(ctx, nodeClaim); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{}, nil
+}
+
+// forgetRegistrationTime removes RegisterAfterLabelKey from the claim.
+func (c *RegistrationController) forgetRegistrationTime(ctx context.Context, nodeClaim *v1.NodeClaim) error {
+	if _, ok := nodeClaim.Labels[RegisterAfterLabelKey]; !ok {
+		return nil
+	}
+	stored := nodeClaim.DeepCopy()
+	delete(nodeClaim.Labels, RegisterAfterLabelKey)
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing %s from nodeclaim %s: %w", RegisterAfterLabelKey, nodeClaim.Name, err))
+	}
+	return nil
 }
 
 // nodeFromClaim builds the Node of a booting instance from its claim: the

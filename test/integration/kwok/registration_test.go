@@ -202,3 +202,34 @@ func TestRegistrationDelaySource(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterAfterLabelStaysOffNodes checks that the registration time, the
+// provider's bookkeeping for a booting instance, never reaches a Node: the
+// Node is created without it, and it leaves the claim once the Node exists,
+// so the core's registration (which copies the claim's labels) cannot copy it.
+func TestRegisterAfterLabelStaysOffNodes(t *testing.T) {
+	ctx := context.Background()
+	c, clk := newProvider(t, kwok.Options{})
+	claim := newClaim(createNodeClass(t, &metav1.Duration{Duration: time.Minute}).Name, in(corev1.LabelInstanceTypeStable, "m5.large"))
+	storeClaim(t, claim)
+	created, err := c.Create(ctx, getClaim(t, claim.Name))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	persistLaunch(t, created)
+	if _, ok := getClaim(t, claim.Name).Labels[kwok.RegisterAfterLabelKey]; !ok {
+		t.Fatal("booting claim has no registration time")
+	}
+	clk.Step(time.Minute)
+	rc := kwok.NewRegistrationController(testEnv.Client, clk, c)
+	reconcileClaim(t, rc, claim.Name)
+	if value, ok := getNode(t, claim.Name).Labels[kwok.RegisterAfterLabelKey]; ok {
+		t.Errorf("node carries %s=%s", kwok.RegisterAfterLabelKey, value)
+	}
+	if value, ok := getClaim(t, claim.Name).Labels[kwok.RegisterAfterLabelKey]; ok {
+		t.Errorf("claim of a registered instance still carries %s=%s", kwok.RegisterAfterLabelKey, value)
+	}
+	if _, err := c.Get(ctx, created.Status.ProviderID); err != nil {
+		t.Errorf("Get of the registered instance: %v", err)
+	}
+}
