@@ -72,6 +72,9 @@ type Controller struct {
 	// found nothing, and when.
 	memo   uint64
 	memoAt time.Time
+	// allowedSeries are the (NodePool, reason) series of the
+	// allowed-disruptions gauge the last pass set.
+	allowedSeries map[[2]string]bool
 }
 
 // NewController returns the disruption loop and its queue (register both).
@@ -217,11 +220,15 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 	for _, a := range out.InvalidAnnotations {
 		c.recorder.Publish(invalidAnnotationEvent(a.Pod))
 	}
-	// Start from nothing each pass, so that a deleted NodePool's series go.
-	c.metrics.DisruptionAllowed.Reset()
+	// Set this pass's series in place, then delete those of the last pass it
+	// did not report (a deleted NodePool's): a reset would let a scrape in
+	// between see no series at all.
+	series := make(map[[2]string]bool, len(out.Budgets))
 	for _, b := range out.Budgets {
 		// No active budget allows every node of the pool.
-		c.metrics.DisruptionAllowed.WithLabelValues(b.NodePool.Name, metricReason(b.Reason)).Set(float64(min(b.Allowed, b.Nodes)))
+		key := [2]string{b.NodePool.Name, metricReason(b.Reason)}
+		series[key] = true
+		c.metrics.DisruptionAllowed.WithLabelValues(key[0], key[1]).Set(float64(min(b.Allowed, b.Nodes)))
 		switch {
 		case b.Err != nil:
 			c.recorder.Publish(invalidBudgetEvent(b.NodePool, b.Reason, b.Err))
@@ -230,6 +237,12 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 			c.recorder.Publish(budgetBlockedEvent(b.NodePool, b.Reason))
 		}
 	}
+	for key := range c.allowedSeries {
+		if !series[key] {
+			c.metrics.DisruptionAllowed.DeleteLabelValues(key[0], key[1])
+		}
+	}
+	c.allowedSeries = series
 	// Every reason is set each pass, so that a count falls back to 0.
 	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {
 		c.metrics.DisruptionEligibleNodes.WithLabelValues(metricReason(reason)).Set(float64(out.Eligible[reason]))
