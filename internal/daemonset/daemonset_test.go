@@ -113,8 +113,8 @@ func TestSized(t *testing.T) {
 			overhead: list("memory", "10Mi"),
 		},
 		"a pod of an older template is not used": {
-			ds:  daemonSet(corev1.ResourceRequirements{Requests: list("cpu", "100m")}),
-			pod: podOf("1", list("cpu", "500m")),
+			ds:   daemonSet(corev1.ResourceRequirements{Requests: list("cpu", "100m")}),
+			pod:  podOf("1", list("cpu", "500m")),
 			want: []corev1.ResourceRequirements{{Requests: list("cpu", "100m")}},
 		},
 		"a pod of another daemonset is not used": {
