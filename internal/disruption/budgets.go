@@ -16,8 +16,8 @@ import (
 // Unlimited is the budget of a reason that no active budget constrains.
 const Unlimited = math.MaxInt32
 
-// DefaultBudget is the budget of a NodePool that declares none: 10% of its
-// nodes, rounded up, as the v1 API defaults it.
+// DefaultBudget is the budget of a NodePool without the budgets field: 10% of
+// its nodes, rounded up, as the v1 API defaults it.
 func DefaultBudget() v1.Budget {
 	return v1.Budget{Nodes: intstr.FromString("10%")}
 }
@@ -96,9 +96,14 @@ func appliesTo(b v1.Budget, reason v1.DisruptionReason) bool {
 // reason, evaluated against numNodes; Unlimited when none is active. A
 // budget that cannot be evaluated counts as zero (fail closed) and is
 // reported in the error, so that a malformed object disrupts nothing.
+//
+// Only an absent budgets field (nil; the API server defaults it, so only
+// objects built in memory have one) gets DefaultBudget. An explicit
+// `budgets: []` has no budget, so nothing limits disruption, as in Karpenter,
+// whose limit is the minimum over the budgets starting from unlimited.
 func BudgetLimit(np *v1.NodePool, reason v1.DisruptionReason, now time.Time, numNodes int) (int, error) {
 	budgets := np.Spec.Disruption.Budgets
-	if len(budgets) == 0 {
+	if budgets == nil {
 		budgets = []v1.Budget{DefaultBudget()}
 	}
 	limit := Unlimited

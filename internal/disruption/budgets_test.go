@@ -92,6 +92,7 @@ func TestAllowedDisruptions(t *testing.T) {
 		wantErr    bool
 	}{
 		"default is 10% rounded up":           {numNodes: 11, reason: v1.DisruptionReasonEmpty, want: 2},
+		"budgets: [] limits nothing":          {budgets: []v1.Budget{}, numNodes: 11, reason: v1.DisruptionReasonEmpty, want: disruption.Unlimited},
 		"disrupting nodes count against it":   {budgets: []v1.Budget{budget("3")}, numNodes: 10, disrupting: 2, reason: v1.DisruptionReasonEmpty, want: 1},
 		"never below zero":                    {budgets: []v1.Budget{budget("1")}, numNodes: 10, disrupting: 4, reason: v1.DisruptionReasonEmpty, want: 0},
 		"most restrictive wins":               {budgets: []v1.Budget{budget("5"), budget("50%"), budget("2")}, numNodes: 10, reason: v1.DisruptionReasonDrifted, want: 2},
