@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/daemonset"
 )
 
 // Cluster is the in-memory model. Its zero value is not usable; use NewCluster.
@@ -33,6 +34,11 @@ type Cluster struct {
 	podsByNode map[string]map[podKey]*corev1.Pod
 	podNode    map[podKey]string
 	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
+	// daemonSetPods holds, per DaemonSet, its newest pod seen (kept after
+	// the pod goes, as the last admitted shape of its daemon), and
+	// limitRanges the LimitRanges: DaemonSets() sizes daemons from them.
+	daemonSetPods map[types.NamespacedName]*corev1.Pod
+	limitRanges   map[types.NamespacedName]*corev1.LimitRange
 	// marked holds the provider IDs (or names) that disruption chose to remove.
 	marked map[string]bool
 	// nominated holds, per name given to NominateNodeForPod, when its latest
@@ -56,16 +62,18 @@ type stateEntry struct {
 // NewCluster returns an empty model.
 func NewCluster(clk clock.PassiveClock) *Cluster {
 	return &Cluster{
-		clock:      clk,
-		entries:    map[string]*stateEntry{},
-		nodeNames:  map[string]string{},
-		claimNames: map[string]string{},
-		podsByNode: map[string]map[podKey]*corev1.Pod{},
-		podNode:    map[podKey]string{},
-		daemonSets: map[types.NamespacedName]*appsv1.DaemonSet{},
-		marked:     map[string]bool{},
-		nominated:  map[string]time.Time{},
-		planned:    map[string][]types.NamespacedName{},
+		clock:         clk,
+		entries:       map[string]*stateEntry{},
+		nodeNames:     map[string]string{},
+		claimNames:    map[string]string{},
+		podsByNode:    map[string]map[podKey]*corev1.Pod{},
+		podNode:       map[podKey]string{},
+		daemonSets:    map[types.NamespacedName]*appsv1.DaemonSet{},
+		daemonSetPods: map[types.NamespacedName]*corev1.Pod{},
+		limitRanges:   map[types.NamespacedName]*corev1.LimitRange{},
+		marked:        map[string]bool{},
+		nominated:     map[string]time.Time{},
+		planned:       map[string][]types.NamespacedName{},
 	}
 }
 
@@ -198,6 +206,7 @@ func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.daemonSets, key)
+	delete(c.daemonSetPods, key)
 }
 
 func (c *Cluster) unbind(key podKey) {
@@ -393,7 +402,11 @@ func (c *Cluster) NodeForProviderID(providerID string) (*StateNode, bool) {
 	return c.stateNode(id, e), true
 }
 
-// DaemonSets returns the known daemonsets, sorted by namespace and name.
+// DaemonSets returns the known daemonsets, sorted by namespace and name,
+// each with the pod template a new node's daemon pod would have
+// (daemonset.Sized): the containers of its newest pod of the current
+// template when one was seen, else the template with its namespace's
+// LimitRange defaults. The simulator sizes new nodes' overhead from them.
 func (c *Cluster) DaemonSets() []*appsv1.DaemonSet {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -404,8 +417,11 @@ func (c *Cluster) DaemonSets() []*appsv1.DaemonSet {
 		return compare(a.Name, b.Name)
 	})
 	out := make([]*appsv1.DaemonSet, 0, len(keys))
+	ranges := slices.SortedFunc(maps.Values(c.limitRanges), func(a, b *corev1.LimitRange) int {
+		return compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
 	for _, k := range keys {
-		out = append(out, c.daemonSets[k])
+		out = append(out, daemonset.Sized(c.daemonSets[k], c.daemonSetPods[k], ranges))
 	}
 	return out
 }

@@ -85,9 +85,13 @@ func NewNodeClaimController(cluster *state.Cluster) *Controller {
 // NewPodController keeps pods (their node bindings) in the model.
 func NewPodController(cluster *state.Cluster) *Controller {
 	return &Controller{
-		name:    "state.pod",
-		object:  func() client.Object { return &corev1.Pod{} },
-		update:  func(o client.Object) { cluster.UpdatePod(o.(*corev1.Pod)) },
+		name:   "state.pod",
+		object: func() client.Object { return &corev1.Pod{} },
+		update: func(o client.Object) {
+			pod := o.(*corev1.Pod)
+			cluster.UpdatePod(pod)
+			cluster.UpdateDaemonSetPod(pod)
+		},
 		remove:  cluster.DeletePod,
 		workers: 20,
 	}
@@ -104,10 +108,23 @@ func NewDaemonSetController(cluster *state.Cluster) *Controller {
 	}
 }
 
+// NewLimitRangeController keeps LimitRanges in the model, for the
+// defaults admission gives daemon pods.
+func NewLimitRangeController(cluster *state.Cluster) *Controller {
+	return &Controller{
+		name:    "state.limitrange",
+		object:  func() client.Object { return &corev1.LimitRange{} },
+		update:  func(o client.Object) { cluster.UpdateLimitRange(o.(*corev1.LimitRange)) },
+		remove:  cluster.DeleteLimitRange,
+		workers: 1,
+	}
+}
+
 // NewControllers returns every informer controller of the model.
 func NewControllers(cluster *state.Cluster) []*Controller {
 	return []*Controller{
 		NewNodeController(cluster), NewNodeClaimController(cluster),
 		NewPodController(cluster), NewDaemonSetController(cluster),
+		NewLimitRangeController(cluster),
 	}
 }
