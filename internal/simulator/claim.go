@@ -206,6 +206,21 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 			return addPlan{}, false
 		}
 	}
+	// Host ports: the types whose daemons bind one of the pod's ports are
+	// out of the claim.
+	if len(v.sig.ports) > 0 {
+		if taken := daemonPortTypes(p, v.sig.ports, &s.portBuf); taken != nil && plan.reqMask.Intersects(taken) {
+			if !changed {
+				mask := s.scratch(&s.maskBuf, p.nt)
+				mask.CopyFrom(c.reqMask)
+				plan.reqMask = mask
+			}
+			plan.reqMask.AndNot(taken)
+			if plan.reqMask.Empty() {
+				return addPlan{}, false
+			}
+		}
+	}
 	sum := s.sumBuf
 	copy(sum, c.requests)
 	sum.Add(pi.req)

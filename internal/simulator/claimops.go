@@ -15,7 +15,7 @@ func (s *solve) fresh(p *pool) *claim {
 	ps := &s.pools[p.idx]
 	binding := s.limitsBind(p, nil)
 	if ps.fresh == nil || (binding || ps.freshLimited) && ps.fresh.version != ps.version {
-		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, ports: p.daemonPorts, cheapest: -1, target: -1, version: ps.version}
+		c := &claim{id: -1, pool: p, reqs: p.base, requests: s.m.res.New(), maxAlloc: p.largest, cheapest: -1, target: -1, version: ps.version}
 		c.pairs = s.m.allowedPairs(p, p.base)
 		c.allPairs = c.pairs.Count() == len(p.pairZone)
 		c.reqMask = p.viable.Copy()

@@ -69,11 +69,42 @@ func (m *Model) buildDaemons(s *Snapshot) {
 			for t := mask.First(); t >= 0; t = mask.Next(t + 1) {
 				p.daemon[t].Add(d.req)
 			}
-			if !mask.Empty() {
-				p.daemonPorts = append(p.daemonPorts, d.ports...)
+			if !mask.Empty() && len(d.ports) > 0 {
+				p.daemonPorts = append(p.daemonPorts, daemonPorts{ports: d.ports, types: mask})
 			}
 		}
 	}
+}
+
+// daemonPorts are host ports a daemonset binds on the nodes of some of a
+// pool's instance types.
+type daemonPorts struct {
+	ports []hostPort
+	types bitset.Set
+}
+
+// daemonPortTypes returns the types of pool p on which a daemonset binds a
+// host port that conflicts with ports, or nil when there are none. The
+// result may be buf, reused.
+func daemonPortTypes(p *pool, ports []hostPort, buf *bitset.Set) bitset.Set {
+	var out bitset.Set
+	for i := range p.daemonPorts {
+		dp := &p.daemonPorts[i]
+		if _, clash := portsConflict(dp.ports, ports); !clash {
+			continue
+		}
+		if out == nil {
+			if w := bitset.Words(p.nt); cap(*buf) < w {
+				*buf = bitset.New(p.nt)
+			} else {
+				*buf = (*buf)[:w]
+				clear(*buf)
+			}
+			out = *buf
+		}
+		out.Or(dp.types)
+	}
+	return out
 }
 
 // daemonMask returns the types of pool p whose nodes would run daemon d.

@@ -122,8 +122,15 @@ func (s *solve) explainPool(pi *podInfo, v *podView, p *pool) string {
 	if t, ok := tolerates(v.sig.tolerations, p.taints, !v.tolerateSoft); !ok {
 		return "untolerated taint " + t.ToString()
 	}
-	if hp, clash := portsConflict(p.daemonPorts, v.sig.ports); clash {
-		return fmt.Sprintf("host port %d/%s is used by a daemonset", hp.port, hp.protocol)
+	if len(v.sig.ports) > 0 {
+		var buf bitset.Set
+		if taken := daemonPortTypes(p, v.sig.ports, &buf); taken != nil && p.viable.SubsetOf(taken) {
+			for _, dp := range p.daemonPorts {
+				if hp, clash := portsConflict(dp.ports, v.sig.ports); clash {
+					return fmt.Sprintf("host port %d/%s is used by a daemonset on every instance type", hp.port, hp.protocol)
+				}
+			}
+		}
 	}
 	ps := &s.pools[p.idx]
 	if ps.remainingNodes == 0 {

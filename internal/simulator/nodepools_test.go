@@ -6,10 +6,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/daemonset"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
@@ -45,6 +47,10 @@ func TestDaemonSets(t *testing.T) {
 	pod := func(name, cpu string) *dtesting.PodWrapper { return dtesting.MakePod(name).Req("cpu", cpu) }
 	agent := dtesting.MakeDaemonSet("agent", dtesting.MakePod("x").Req("cpu", "500m"))
 	armOnly := dtesting.MakeDaemonSet("arm-agent", dtesting.MakePod("x").Req("cpu", "1").NodeSelector(corev1.LabelArchStable, "arm64"))
+	armAffinity := dtesting.MakeDaemonSet("arm-affinity", dtesting.MakePod("x").Req("cpu", "1").NodeAffinity(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	amdPort8000 := dtesting.MakeDaemonSet("amd-8000", dtesting.MakePod("x").Req("cpu", "100m").HostPort(8000).NodeAffinity(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))
+	armPort9000 := dtesting.MakeDaemonSet("arm-9000", dtesting.MakePod("x").Req("cpu", "100m").HostPort(9000).NodeAffinity(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	noRequests := dtesting.MakeDaemonSet("no-requests", dtesting.MakePod("x"))
 	tolerant := dtesting.MakeDaemonSet("tolerant", dtesting.MakePod("x").Req("cpu", "500m").Toleration("", corev1.TolerationOpExists, "", ""))
 	tainted := dtesting.MakeNodePool("gpu").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule)
 	tolerate := func(p *dtesting.PodWrapper) *dtesting.PodWrapper {
@@ -90,6 +96,58 @@ func TestDaemonSets(t *testing.T) {
 			daemonsets: []*appsv1.DaemonSet{armOnly.Obj()},
 			pods:       []*corev1.Pod{pod("p", "3").NodeSelector(corev1.LabelArchStable, "arm64").Obj()}, claims: 0,
 			unschedulable: map[string]string{"p": "no instance type has room"},
+		},
+		"daemonset pinned to arm64 by node affinity leaves amd64 nodes alone": {
+			daemonsets: []*appsv1.DaemonSet{armAffinity.Obj()},
+			pods:       []*corev1.Pod{pod("p", "1500m").Obj()}, claims: 1, check: checks(firstType("c5.large"), claimCPU(0, "1500m")),
+		},
+		"daemonset pinned to arm64 by node affinity counts on arm64 nodes": {
+			daemonsets: []*appsv1.DaemonSet{armAffinity.Obj()},
+			pods:       []*corev1.Pod{pod("p", "1").NodeSelector(corev1.LabelArchStable, "arm64").Obj()}, claims: 1,
+			check: checks(firstType("m6g.xlarge"), claimCPU(0, "2")),
+		},
+		"host ports of arch-pinned daemonsets count only on their arch": {
+			daemonsets: []*appsv1.DaemonSet{amdPort8000.Obj(), armPort9000.Obj()},
+			pods: []*corev1.Pod{
+				pod("amd-9000", "1").HostPort(9000).NodeAffinity(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64").Obj(),
+				pod("arm-8000", "1").HostPort(8000).NodeAffinity(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64").Obj(),
+			},
+			claims: 2,
+			check: func(t *testing.T, r *result) {
+				if c := r.claimOf("arm-8000"); c == nil || c.InstanceTypes[0].Name != "m6g.xlarge" {
+					t.Errorf("arm-8000 not on m6g.xlarge: %v", c)
+				}
+			},
+		},
+		"a host port an arm64 daemonset binds keeps the pod off arm64 types": {
+			daemonsets: []*appsv1.DaemonSet{armPort9000.Obj()},
+			pods:       []*corev1.Pod{pod("p", "1").HostPort(9000).Obj()}, claims: 1,
+			check: func(t *testing.T, r *result) {
+				c := r.claimOf("p")
+				if c == nil {
+					t.Fatal("p has no claim")
+				}
+				for _, it := range c.InstanceTypes {
+					if it.Name == "m6g.xlarge" {
+						t.Errorf("claim may launch m6g.xlarge, whose daemonset binds port 9000")
+					}
+				}
+			},
+		},
+		"a host port its arch's daemonset binds leaves the pod unschedulable": {
+			daemonsets:    []*appsv1.DaemonSet{armPort9000.Obj()},
+			pods:          []*corev1.Pod{pod("p", "1").HostPort(9000).NodeSelector(corev1.LabelArchStable, "arm64").Obj()},
+			claims:        0,
+			unschedulable: map[string]string{"p": ""},
+		},
+		"daemonset sized with its namespace's LimitRange defaults": {
+			daemonsets: []*appsv1.DaemonSet{daemonset.Sized(noRequests.Obj(), nil, []*corev1.LimitRange{{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "defaults"},
+				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+					Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: mustQ("1")}, Default: corev1.ResourceList{corev1.ResourceCPU: mustQ("1")},
+				}}},
+			}})},
+			pods: []*corev1.Pod{pod("p", "1500m").Obj()}, claims: 1, check: checks(firstType("c5.xlarge"), claimCPU(0, "2500m")),
 		},
 		"a starting node keeps room for daemonsets not running yet": {
 			daemonsets: []*appsv1.DaemonSet{agent.Obj()},

@@ -48,7 +48,10 @@ type pool struct {
 	largest     resources.Vector   // component-wise max of effAlloc over viable types
 	hull        []hullPoint        // capacity per dollar (see cost.go)
 
-	daemonPorts []hostPort
+	// daemonPorts are the host ports of the daemonsets that run on some
+	// type of the pool, each with the types whose nodes run it: a pod
+	// binding one of those ports cannot go on those types.
+	daemonPorts []daemonPorts
 
 	hasLimits  bool
 	limits     resources.Vector // remaining per dimension; -1 means unlimited

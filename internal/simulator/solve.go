@@ -55,6 +55,7 @@ type solve struct {
 	optBuf      bitset.Set
 	orders      map[string][]int32
 	maskBuf     bitset.Set
+	portBuf     bitset.Set
 	sumBuf      resources.Vector
 	demand      resources.Vector             // requests of the pods not placed yet
 	slackSum    resources.Vector             // room left in the open claims' targets
