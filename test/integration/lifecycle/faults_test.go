@@ -3,14 +3,18 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
@@ -140,5 +144,76 @@ func TestStatusWriteKeepsOtherWritersConditions(t *testing.T) {
 	}
 	if c := condition(got, v1.ConditionTypeDrifted); c.Status != metav1.ConditionTrue {
 		t.Errorf("Drifted = %+v after the retry, want True", c)
+	}
+}
+
+// TestRegistrationSurvivesAConcurrentNodeWrite checks that registration
+// succeeds on the first try when another writer (the kubelet, kwok, the
+// node-lifecycle controller) changes the Node between the lifecycle's read
+// and its patch, and that the other writer's taint and label survive.
+func TestRegistrationSurvivesAConcurrentNodeWrite(t *testing.T) {
+	ctx := context.Background()
+	var nodeName string
+	concurrentWrite := func() error {
+		node := &corev1.Node{}
+		if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return fmt.Errorf("reading node: %w", err)
+		}
+		node.Labels["example.com/written-by"] = "kubelet"
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "example.com/concurrent", Effect: corev1.TaintEffectNoSchedule})
+		if err := testEnv.Client.Update(ctx, node); err != nil {
+			return fmt.Errorf("updating node: %w", err)
+		}
+		return nil
+	}
+	written := false
+	h := newHarnessWithClient(t, nil, func(c client.Client) client.Client {
+		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				if _, ok := list.(*corev1.NodeList); ok && nodeName != "" && !written {
+					written = true
+					return concurrentWrite()
+				}
+				return nil
+			},
+		})
+	})
+	nc := newClaim(t, "lifecycle-concurrent-node")
+	launched, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, launched, "lifecycle-concurrent-node-node")
+	h.seen(t, node)
+	nodeName = node.Name
+
+	got, err := h.reconcile(t, launched)
+	if err != nil {
+		t.Fatalf("registration with a concurrent node write failed: %v", err)
+	}
+	if !written {
+		t.Fatal("the concurrent write did not happen")
+	}
+	if c := condition(got, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Registered = %+v, want True on the first try", c)
+	}
+	stored := &corev1.Node{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), stored); err != nil {
+		t.Fatal(err)
+	}
+	has := func(key string) bool {
+		return slices.ContainsFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+	}
+	if !has("example.com/concurrent") || !has("dedicated") || !has("example.com/cni-not-ready") || has(v1.UnregisteredTaintKey) {
+		t.Errorf("node taints %v: want the concurrent, claim and startup taints and not the unregistered one", stored.Spec.Taints)
+	}
+	if stored.Labels["example.com/written-by"] != "kubelet" || stored.Labels[v1.NodeRegisteredLabelKey] != "true" || stored.Labels["team"] != "ml" {
+		t.Errorf("node labels %v lack the concurrent or the claim's labels", stored.Labels)
+	}
+	if !controllerutil.ContainsFinalizer(stored, v1.TerminationFinalizer) || len(stored.OwnerReferences) != 1 || stored.OwnerReferences[0].UID != got.UID {
+		t.Errorf("node finalizers %v owners %v", stored.Finalizers, stored.OwnerReferences)
 	}
 }

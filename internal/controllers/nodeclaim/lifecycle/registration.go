@@ -51,8 +51,14 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		c.nominate(ctx, nc, node)
 	}
 	syncNode(node, nc, firstRegistration)
+	// The patch names only what registration changes and applies on top of
+	// the kubelet's (or kwok's) concurrent writes: see registrationPatch.
 	if !equality.Semantic.DeepEqual(stored, node) {
-		if err := c.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		patch, err := registrationPatch(stored, node)
+		if err != nil {
+			return reconcile.Result{}, false, err
+		}
+		if err := c.kubeClient.Patch(ctx, node, patch); err != nil {
 			return reconcile.Result{}, false, fmt.Errorf("registering node %s: %w", node.Name, err)
 		}
 	}
