@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
@@ -215,5 +219,50 @@ func TestRegistrationSurvivesAConcurrentNodeWrite(t *testing.T) {
 	}
 	if !controllerutil.ContainsFinalizer(stored, v1.TerminationFinalizer) || len(stored.OwnerReferences) != 1 || stored.OwnerReferences[0].UID != got.UID {
 		t.Errorf("node finalizers %v owners %v", stored.Finalizers, stored.OwnerReferences)
+	}
+}
+
+// TestLaunchIsLoggedOnce checks that a reconcile of a stale claim (the cache
+// has not yet delivered the launch's status write, or that write conflicted
+// and the claim is retried) does not launch again: Create is called, and
+// "Launched NodeClaim" logged, once per claim.
+func TestLaunchIsLoggedOnce(t *testing.T) {
+	var mu sync.Mutex
+	launchedLogs := 0
+	logger := funcr.New(func(_, args string) {
+		if strings.Contains(args, `"msg"="Launched NodeClaim"`) {
+			mu.Lock()
+			launchedLogs++
+			mu.Unlock()
+		}
+	}, funcr.Options{})
+	ctx := log.IntoContext(context.Background(), logger)
+	h := newHarness(t)
+	nc := newClaim(t, "lifecycle-launch-once")
+	// The claim as the cache may hold it before the launch's writes arrive.
+	stale := nc.DeepCopy()
+	controllerutil.AddFinalizer(stale, v1.TerminationFinalizer)
+	if err := testEnv.Client.Update(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	for i, read := range []*v1.NodeClaim{stale.DeepCopy(), stale.DeepCopy()} {
+		if _, err := h.controller.Reconcile(ctx, read); err != nil {
+			t.Fatalf("reconcile %d: %v", i, err)
+		}
+	}
+	got := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(got, v1.ConditionTypeLaunched); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Launched = %+v, want True", c)
+	}
+	h.provider.Lock()
+	creates := len(h.provider.CreateCalls)
+	h.provider.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if creates != 1 || launchedLogs != 1 {
+		t.Errorf("Create called %d times and \"Launched NodeClaim\" logged %d times, want once each", creates, launchedLogs)
 	}
 }

@@ -48,12 +48,14 @@ type Controller struct {
 	metrics       *metrics.Metrics
 	plans         Plans
 	opts          Options
+	launches      *launchCache
 }
 
 // NewController returns a lifecycle controller. plans (normally the cluster
 // state) may be nil: registration then nominates no pods.
 func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, plans Plans, opts Options) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, plans: plans, opts: opts}
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, plans: plans, opts: opts,
+		launches: newLaunchCache(clk)}
 }
 
 // Name identifies the controller.
@@ -63,6 +65,7 @@ func (c *Controller) Name() string { return "nodeclaim.lifecycle" }
 func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	// 1. Deleted claims belong to the termination controller.
 	if nc.DeletionTimestamp != nil {
+		c.launches.forget(nc.UID)
 		return reconcile.Result{}, nil
 	}
 	// 2. The finalizer goes on before anything is launched, so that an

@@ -16,12 +16,20 @@ import (
 )
 
 // launch creates the claim's instance. The provider's Create is idempotent
-// for a claim, so a retry after a crash finds the same instance.
+// for a claim, so a retry after a crash finds the same instance. A launch
+// this process made but whose claim is not yet seen Launched (the status
+// write conflicted, or the cache has not delivered it yet) is recorded
+// again from memory: no second Create, log line or metric.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, bool, error) {
 	if isTrue(nc, v1.ConditionTypeLaunched) {
+		c.launches.forget(nc.UID)
 		return reconcile.Result{}, false, nil
 	}
 	now := metav1.NewTime(c.clock.Now())
+	if created, ok := c.launches.get(nc.UID); ok {
+		recordLaunch(nc, created, now)
+		return reconcile.Result{}, false, nil
+	}
 	start := c.clock.Now()
 	created, err := c.cloudProvider.Create(ctx, nc)
 	c.observe("Create", start, err)
@@ -50,7 +58,18 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		c.recorder.Publish(launchFailedEvent(nc, reason, message))
 		return reconcile.Result{}, false, fmt.Errorf("launching nodeclaim: %w", err)
 	}
-	// 4. Record what was launched.
+	// 4. Record what was launched, and remember it until the claim says so.
+	c.launches.put(nc.UID, created)
+	recordLaunch(nc, created, now)
+	c.metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.NodePoolLabelKey]).Inc()
+	log.FromContext(ctx).Info("Launched NodeClaim", "NodeClaim", klog.KObj(nc), "providerID", nc.Status.ProviderID,
+		"instanceType", nc.Labels["node.kubernetes.io/instance-type"], "zone", nc.Labels["topology.kubernetes.io/zone"],
+		"capacityType", nc.Labels[v1.CapacityTypeLabelKey])
+	return reconcile.Result{}, false, nil
+}
+
+// recordLaunch copies what the provider launched onto the claim.
+func recordLaunch(nc, created *v1.NodeClaim, now metav1.Time) {
 	nc.Labels = mergeMaps(nc.Labels, created.Labels)
 	nc.Annotations = mergeMaps(nc.Annotations, created.Annotations)
 	nc.Status.ProviderID = created.Status.ProviderID
@@ -58,11 +77,6 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.Capacity = created.Status.Capacity
 	nc.Status.Allocatable = created.Status.Allocatable
 	setCondition(nc, now, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	c.metrics.NodeClaimsLaunched.WithLabelValues(nc.Labels[v1.NodePoolLabelKey]).Inc()
-	log.FromContext(ctx).Info("Launched NodeClaim", "NodeClaim", klog.KObj(nc), "providerID", nc.Status.ProviderID,
-		"instanceType", nc.Labels["node.kubernetes.io/instance-type"], "zone", nc.Labels["topology.kubernetes.io/zone"],
-		"capacityType", nc.Labels[v1.CapacityTypeLabelKey])
-	return reconcile.Result{}, false, nil
 }
 
 // observe records the duration and failure kind of a cloud-provider call.
