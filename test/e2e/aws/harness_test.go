@@ -524,3 +524,21 @@ func (s *suite) scrape(ctx context.Context) (string, error) {
 
 // seed is the endpoint's seeded account.
 func seed() localaws.Seed { return cluster.AWS.Seed() }
+
+// listNodes lists every Node; nil when the list fails (a poll retries).
+func listNodes(ctx context.Context) []corev1.Node {
+	list := &corev1.NodeList{}
+	if err := cluster.Client.List(ctx, list); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+// instancesByID snapshots the endpoint's instances by id.
+func instancesByID() map[string]ec2.Instance {
+	out := map[string]ec2.Instance{}
+	for _, inst := range cluster.AWS.EC2().Instances() {
+		out[inst.ID] = inst
+	}
+	return out
+}

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,14 +56,22 @@ func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.C
 // Name identifies the controller.
 func (c *Controller) Name() string { return "nodeclaim.disruption" }
 
-// Register watches NodeClaims, and NodePools mapped to their NodeClaims (a
-// template change drifts them, a consolidateAfter change moves their time).
+// Register watches NodeClaims, NodePools mapped to their NodeClaims (a
+// template change drifts them, a consolidateAfter change moves their time)
+// and the provider's NodeClass kinds mapped to the NodeClaims that reference
+// them (a NodeClass whose resolved status changes, e.g. a new AMI, drifts
+// them now rather than at the next periodic recheck).
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&v1.NodeClaim{}).
-		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool))
+	for _, gvk := range c.cloudProvider.GetSupportedNodeClasses() {
+		nodeClass := &unstructured.Unstructured{}
+		nodeClass.SetGroupVersionKind(gvk)
+		b = b.Watches(nodeClass, handler.EnqueueRequestsFromMapFunc(c.claimsOfNodeClass(gvk)))
+	}
+	err := b.WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
 	if err != nil {
 		return fmt.Errorf("building %s controller: %w", c.Name(), err)
@@ -80,6 +90,26 @@ func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconc
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
 	}
 	return out
+}
+
+// claimsOfNodeClass maps a NodeClass of the kind to the NodeClaims that reference it.
+func (c *Controller) claimsOfNodeClass(gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		claims := &v1.NodeClaimList{}
+		if err := c.kubeClient.List(ctx, claims); err != nil {
+			log.FromContext(ctx).Error(err, "Mapping NodeClass to its NodeClaims", gvk.Kind, klog.KObj(o))
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range claims.Items {
+			ref := claims.Items[i].Spec.NodeClassRef
+			if ref == nil || ref.Name != o.GetName() || ref.Kind != gvk.Kind {
+				continue
+			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+		}
+		return out
+	}
 }
 
 // Reconcile brings the claim's Drifted and Consolidatable conditions up to date.
