@@ -78,7 +78,7 @@ var karpenterHashes = map[string]struct {
 		NodeClassRef: kwokRef(),
 		ExpireAfter:  v1.MustParseNillableDuration("Never"),
 	}}, want: "7428780003907761376"},
-	"every hashed field": {template: fullTemplate(false), want: "15825252288555628219"},
+	"every hashed field":                   {template: fullTemplate(false), want: "15825252288555628219"},
 	"every hashed field, taints reordered": {template: fullTemplate(true), want: "15825252288555628219"},
 	"labels": {template: v1.NodeClaimTemplate{
 		ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "payments", "tier": "web"}},

@@ -87,11 +87,10 @@ type NodeClaimTemplateSpec struct {
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// requirements constrain the labels, and so the instance types, zones and
-	// capacity types, of the nodes made from this template.
+	// capacity types, of the nodes made from this template. A change drifts
+	// only the nodes whose labels no longer meet them.
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
-	// Requirements are not part of the NodePool hash (tag hash:"ignore", as in
-	// Karpenter): requirement drift is checked against the node's labels.
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"`
 	// nodeClassRef names the provider NodeClass of the nodes.
