@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -124,7 +123,8 @@ type suite struct {
 	logs       *failureLog
 }
 
-// maxLog is how much of the controller's log a failed test prints.
+// maxLog is how much of the controller's log a failed test (or any test
+// with INTERRUPTION_E2E_LOG set) prints.
 const maxLog = 64 << 10
 
 // failureLog keeps the controllers' log, printed only when the test fails
@@ -157,7 +157,7 @@ func begin(t *testing.T, configure ...func(*operator.Options)) *suite {
 	t.Helper()
 	s := &suite{t: t, configure: configure, logs: &failureLog{}}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("INTERRUPTION_E2E_LOG") != "" {
 			t.Logf("controller log (last %d bytes):\n%s", maxLog, s.logs.tail())
 		}
 	})
@@ -359,17 +359,6 @@ func withRequirement(np *v1.NodePool, key string, op corev1.NodeSelectorOperator
 	return np
 }
 
-// setRequirement replaces the values of the pool's requirement on key.
-func setRequirement(np *v1.NodePool, key string, values ...string) *v1.NodePool {
-	for i, r := range np.Spec.Template.Spec.Requirements {
-		if r.Key == key {
-			np.Spec.Template.Spec.Requirements[i].Values = values
-			return np
-		}
-	}
-	return withRequirement(np, key, corev1.NodeSelectorOpIn, nil, values...)
-}
-
 // deployment returns a Deployment of pause pods requesting cpu and memory,
 // pinned to a NodePool.
 func deployment(ns, name, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
@@ -406,8 +395,6 @@ func oneNodeEach(d *appsv1.Deployment) *appsv1.Deployment {
 	}}
 	return d
 }
-
-func nodeBudget(nodes string) v1.Budget { return v1.Budget{Nodes: intstr.Parse(nodes)} }
 
 // runningPods lists the app's Running pods that are not being deleted.
 func runningPods(ctx context.Context, ns, app string) ([]corev1.Pod, error) {
@@ -502,24 +489,6 @@ func waitClassReady(t *testing.T, name string, timeout time.Duration) *awsv1.EC2
 		return meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeReady), nil
 	})
 	return nc
-}
-
-// scrape returns the controller's /metrics text.
-func (s *suite) scrape(ctx context.Context) (string, error) {
-	s.mu.Lock()
-	port := s.metrics
-	s.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", nil // not serving yet
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return string(body), err
 }
 
 // seed is the endpoint's seeded account.

@@ -210,6 +210,10 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 	s.pool(pool)
 	ns := s.namespace()
 	claims := countClaims(t, pool.Name)
+	earlier := map[string]bool{} // instances of an earlier run of this test (-count)
+	for _, i := range launchedInstances(pool.Name) {
+		earlier[i.ID] = true
+	}
 	before := calls.snapshot()
 	create(t, deployment(ns, app, pool.Name, 1, "500m", "512Mi"))
 	pods := waitRunning(t, ns, app, 1, 4*time.Minute)
@@ -224,7 +228,7 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 	const window = 30 * time.Second
 	check := func() (int, []string, int) {
 		n, names := claims.count()
-		return n, names, len(launchedInstances(pool.Name))
+		return n, names, len(launchedSince(pool.Name, earlier))
 	}
 	ticker := time.NewTicker(500 * time.Millisecond)
 	defer ticker.Stop()
@@ -246,7 +250,20 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 		t.Errorf("%d NodeClaims created for one pending pod with spot exhausted, want at most 2: %v", n, names)
 	}
 	if instances > 2 {
-		t.Errorf("%d instances launched for one pending pod with spot exhausted, want at most 2: %v", instances, instanceSummary(launchedInstances(pool.Name)))
+		t.Errorf("%d instances launched for one pending pod with spot exhausted, want at most 2: %v", instances, instanceSummary(launchedSince(pool.Name, earlier)))
+	}
+	// One instance per NodeClaim: a claim launched twice leaks an instance.
+	perClaim := map[string][]string{}
+	for _, i := range launchedSince(pool.Name, earlier) {
+		perClaim[i.Tags[tagNodeClaim]] = append(perClaim[i.Tags[tagNodeClaim]], i.ID)
+	}
+	for claim, ids := range perClaim {
+		if len(ids) > 1 {
+			t.Errorf("NodeClaim %s got %d instances %v, want 1", claim, len(ids), ids)
+		}
+	}
+	if live := liveInstances(pool.Name); len(live) != 1 {
+		t.Errorf("%d live instances for one pending pod after the window, want 1: %v", len(live), instanceSummary(live))
 	}
 	// Still the same: the on-demand node stays, and nothing is pending.
 	if err := cluster.Client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); err != nil {
@@ -257,7 +274,18 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("spot exhausted for %v in every zone: on-demand node %s (%s); over %v after it: %d NodeClaims %v, %d instances %v, %d CreateFleet calls; events of %s: %v",
-		types, node.Name, claimOffering(nc), window, n, names, instances, instanceSummary(launchedInstances(pool.Name)), fleets, nc.Name, events)
+		types, node.Name, claimOffering(nc), window, n, names, instances, instanceSummary(launchedSince(pool.Name, earlier)), fleets, nc.Name, events)
+}
+
+// launchedSince lists the pool's instances, in any state, but the earlier ones.
+func launchedSince(pool string, earlier map[string]bool) []ec2.Instance {
+	var out []ec2.Instance
+	for _, i := range launchedInstances(pool) {
+		if !earlier[i.ID] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // waitMovedOff waits until n pods of the app run, none on the node, and the node is gone.
@@ -290,7 +318,7 @@ func waitInstanceGone(t *testing.T, id string, timeout time.Duration) {
 func instanceSummary(list []ec2.Instance) []string {
 	out := make([]string, 0, len(list))
 	for _, i := range list {
-		out = append(out, fmt.Sprintf("%s=%s(%s)", i.ID, offering(i.InstanceType, i.Zone, i.CapacityType), i.State))
+		out = append(out, fmt.Sprintf("%s=%s(%s, NodeClaim %s)", i.ID, offering(i.InstanceType, i.Zone, i.CapacityType), i.State, i.Tags[tagNodeClaim]))
 	}
 	return out
 }
