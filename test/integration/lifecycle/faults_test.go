@@ -266,3 +266,38 @@ func TestLaunchIsLoggedOnce(t *testing.T) {
 		t.Errorf("Create called %d times and \"Launched NodeClaim\" logged %d times, want once each", creates, launchedLogs)
 	}
 }
+
+// TestClaimDeletedForInsufficientCapacityIsNotLaunchedFromAStaleCopy: a
+// claim deleted because no offering could be launched must not be launched
+// by a later reconcile of a copy read before the deletion (the cache can lag
+// the delete), which would leave an instance running for a claim that is
+// gone while the provisioner makes a new claim for the same pods.
+func TestClaimDeletedForInsufficientCapacityIsNotLaunchedFromAStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	nc := newClaim(t, "lifecycle-ice-stale")
+	stale := nc.DeepCopy()
+	controllerutil.AddFinalizer(stale, v1.TerminationFinalizer)
+	if err := testEnv.Client.Update(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	h.provider.Lock()
+	h.provider.NextCreateErr = cloudprovider.NewInsufficientCapacityError(errors.New("no spot capacity"))
+	h.provider.Unlock()
+	// The first reconcile fails for capacity and deletes the claim; the
+	// second reads the same, older copy, as a lagging cache would hand it.
+	for i, read := range []*v1.NodeClaim{stale.DeepCopy(), stale.DeepCopy()} {
+		_, _ = h.controller.Reconcile(ctx, read)
+		if i == 0 {
+			got := &v1.NodeClaim{}
+			if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil || got.DeletionTimestamp == nil {
+				t.Fatalf("after insufficient capacity the claim is %+v (%v), want it being deleted", got.ObjectMeta, err)
+			}
+		}
+	}
+	h.provider.Lock()
+	defer h.provider.Unlock()
+	if n := len(h.provider.CreateCalls); n != 1 {
+		t.Fatalf("Create called %d times, want once: the stale copy of a deleted claim was launched", n)
+	}
+}
