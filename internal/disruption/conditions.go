@@ -18,9 +18,10 @@ const (
 	DriftReasonNodePool = "NodePoolDrifted"
 	// DriftReasonRequirements: the claim's labels no longer satisfy the NodePool's requirements.
 	DriftReasonRequirements = "RequirementsDrifted"
-	// DriftReasonNodeClass: the cloud provider reports the instance no longer matches its NodeClass.
-	DriftReasonNodeClass = "NodeClassDrifted"
 )
+
+// A cloud provider's drift reason (for example the AWS provider's AMIDrift)
+// is used as the Drifted condition's reason as it is.
 
 // ConsolidatableAt is when consolidateAfter will have passed since the
 // claim's last pod event (or its initialization), and ok=false when its

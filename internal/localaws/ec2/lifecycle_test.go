@@ -596,3 +596,35 @@ func TestThrottle(t *testing.T) {
 		}
 	})
 }
+
+// TestAddressesAreNotReusedAtOnce: a new instance does not get the address
+// (and so the node name) of one that just terminated, whose Node may still be
+// draining; addresses come round again only after the rest of the block.
+func TestAddressesAreNotReusedAtOnce(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx := context.Background()
+	lt := e.createTemplate(t, "reuse", e.images[0].ID)
+	launch := func() (string, string) {
+		t.Helper()
+		out, err := e.fleet(t, *lt.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeOnDemand, 1, [2]string{"m5.large", e.subnets[0].ID})
+		must(t, err)
+		id := out.Instances[0].InstanceIds[0]
+		in, ok := e.svc.Instance(id)
+		if !ok {
+			t.Fatalf("instance %s not found", id)
+		}
+		return id, in.PrivateIP
+	}
+	first, firstIP := launch()
+	if _, err := e.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{first}}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(time.Minute)
+	e.svc.Advance()
+	if in, _ := e.svc.Instance(first); in.State != StateTerminated {
+		t.Fatalf("first instance is %s, want terminated", in.State)
+	}
+	if _, secondIP := launch(); secondIP == firstIP {
+		t.Fatalf("the next instance got %s, the address of the instance that just terminated", secondIP)
+	}
+}

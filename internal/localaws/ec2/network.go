@@ -57,6 +57,9 @@ type subnet struct {
 	Subnet
 	prefix netip.Prefix
 	used   map[string]bool
+	// next is the offset in the block where the search for a free address
+	// starts: after the last one handed out.
+	next uint32
 }
 
 // reservedAddresses is how many addresses EC2 keeps in every subnet.
@@ -195,21 +198,31 @@ func (sn *subnet) public() Subnet {
 // size is the number of addresses in the subnet's block.
 func (sn *subnet) size() int { return 1 << (32 - sn.prefix.Bits()) }
 
-// allocate returns the lowest free address after the 4 reserved at the
-// start of the block, or false when the subnet is full.
+// allocate returns the next free address after the one it handed out last
+// (wrapping past the end of the block, and never one of the 4 reserved at
+// its start or the broadcast address), or false when the subnet is full. A
+// just-released address is therefore not reused at once, as on EC2, where a
+// new instance rarely gets the address (and so the node name) of one that
+// has just terminated and whose Node may still be draining.
 func (sn *subnet) allocate() (netip.Addr, bool) {
 	if sn.AvailableIPs <= 0 {
 		return netip.Addr{}, false
 	}
 	base := sn.prefix.Addr().As4()
 	start := binary.BigEndian.Uint32(base[:])
-	for off := uint32(4); off < uint32(sn.size()-1); off++ {
+	first, last := uint32(4), uint32(sn.size()-2)
+	if sn.next < first || sn.next > last {
+		sn.next = first
+	}
+	for i := uint32(0); i <= last-first; i++ {
+		off := first + (sn.next-first+i)%(last-first+1)
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], start+off)
 		a := netip.AddrFrom4(b)
 		if !sn.used[a.String()] {
 			sn.used[a.String()] = true
 			sn.AvailableIPs--
+			sn.next = off + 1
 			return a, true
 		}
 	}

@@ -129,6 +129,9 @@ func requireFalseNaming(t *testing.T, nc *awsv1.EC2NodeClass, conditionType, fie
 	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, field) {
 		t.Fatalf("%s = %s (%s: %q), want False naming %s", conditionType, c.Status, c.Reason, c.Message, field)
 	}
+	if n := strings.Count(c.Message, field+" is not valid"); n > 1 {
+		t.Fatalf("%s message says the same thing %d times: %q", conditionType, n, c.Message)
+	}
 	if ready := condition(t, nc, awsv1.ConditionTypeReady); ready.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready = %s while %s is False", ready.Status, conditionType)
 	}

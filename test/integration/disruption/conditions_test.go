@@ -129,7 +129,7 @@ func TestDriftConditions(t *testing.T) {
 	h.cloud.Lock()
 	h.cloud.Drifted = "ImageChanged"
 	h.cloud.Unlock()
-	expect(disruption.DriftReasonNodeClass)
+	expect("ImageChanged")
 	h.cloud.Lock()
 	h.cloud.Drifted = ""
 	h.cloud.Unlock()

@@ -113,7 +113,12 @@ func validationVerdict(family string, userDataErr, cidrErr error) (verdict, erro
 	var messages []string
 	if userDataErr != nil {
 		v.Reason = ReasonUserDataInvalid
-		messages = append(messages, fmt.Sprintf("spec.userData is not valid %s user data: %v", family, userDataErr))
+		msg := userDataErr.Error()
+		if !strings.Contains(msg, "spec.userData") {
+			// The validator's errors usually name the field already.
+			msg = fmt.Sprintf("spec.userData is not valid %s user data: %s", family, msg)
+		}
+		messages = append(messages, msg)
 	}
 	if cidrErr != nil {
 		if v.Reason == "" {

@@ -138,7 +138,9 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 			return reconcile.Result{}, fmt.Errorf("asking the cloud provider about drift: %w", err)
 		}
 		if drifted != "" {
-			reason, message = disruption.DriftReasonNodeClass, "NodeClass drifted: "+string(drifted)
+			// The provider's reason is the condition's, as in Karpenter
+			// (AMIDrift, SubnetDrift, ...), so each kind of drift shows.
+			reason, message = string(drifted), "the instance no longer matches its NodeClass: "+string(drifted)
 		}
 	}
 	if reason != "" {

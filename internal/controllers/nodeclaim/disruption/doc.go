@@ -3,8 +3,9 @@
 //
 //   - Controller sets the Drifted condition (reason NodePoolDrifted when the
 //     NodePool's template hash changed, RequirementsDrifted when the claim's
-//     labels no longer satisfy the NodePool's requirements, NodeClassDrifted
-//     when the cloud provider says so) and clears it when the drift is
+//     labels no longer satisfy the NodePool's requirements, and the cloud
+//     provider's own reason, such as AMIDrift or SubnetDrift, when it says
+//     the instance no longer matches its NodeClass) and clears it when the drift is
 //     gone; and it sets Consolidatable once consolidateAfter has passed
 //     since the claim's last pod event (or its initialization).
 //   - PodEventsController stamps status.lastPodEventTime when a pod that is
