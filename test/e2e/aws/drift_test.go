@@ -19,6 +19,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -29,21 +30,21 @@ import (
 // Running on a node of the new AMI.
 func TestNewAMIDriftsNodesWithinBudget(t *testing.T) {
 	const replicas, budget = 3, 1
-	s := begin(t)
-	pool := awsPool("drift", localcluster.DefaultName)
+	s := cluster.Begin(t)
+	pool := awse2e.AWSPool("drift", localcluster.DefaultName)
 	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration(v1.Never)
 	pool.Spec.Disruption.Budgets = []v1.Budget{nodeBudget(fmt.Sprint(budget))}
 	pool.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration(v1.Never)
-	s.pool(pool)
-	ns := s.namespace()
-	create(t, oneNodeEach(deployment(ns, "web", pool.Name, replicas, "500m", "512Mi")))
-	pods := waitRunning(t, ns, "web", replicas, 3*time.Minute)
+	s.Pool(pool)
+	ns := s.Namespace()
+	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, "web", pool.Name, replicas, "500m", "512Mi")))
+	pods := cluster.WaitRunning(t, ns, "web", replicas, 3*time.Minute)
 	// Replacements may get an old node's address, and so its name: old
 	// nodes are told by their instance (provider ID), not their name.
 	var oldProviders, oldClaims []string
 	oldImages := map[string]bool{}
-	for name := range nodesOf(t, pods) {
-		nc := claimOfNode(t, pool.Name, name)
+	for name := range cluster.NodesOf(t, pods) {
+		nc := cluster.ClaimOfNode(t, pool.Name, name)
 		oldProviders, oldClaims = append(oldProviders, nc.Status.ProviderID), append(oldClaims, nc.Name)
 		oldImages[nc.Status.ImageID] = true
 	}
@@ -97,13 +98,13 @@ func TestNewAMIDriftsNodesWithinBudget(t *testing.T) {
 		}
 		return true, nil
 	})
-	pods = waitRunning(t, ns, "web", replicas, 3*time.Minute)
-	for name, node := range nodesOf(t, pods) {
+	pods = cluster.WaitRunning(t, ns, "web", replicas, 3*time.Minute)
+	for name, node := range cluster.NodesOf(t, pods) {
 		if slices.Contains(oldProviders, node.Spec.ProviderID) {
 			t.Errorf("pod runs on old node %s (%s)", name, node.Spec.ProviderID)
 			continue
 		}
-		nc := claimOfNode(t, pool.Name, name)
+		nc := cluster.ClaimOfNode(t, pool.Name, name)
 		if !newImages[nc.Status.ImageID] {
 			t.Errorf("node %s (NodeClaim %s) runs image %s, not one of the new AMIs %v", name, nc.Name, nc.Status.ImageID, newImages)
 		}
@@ -136,7 +137,7 @@ type disruptedWatch struct {
 func watchDisrupted(t *testing.T, pool string) *disruptedWatch {
 	t.Helper()
 	w := &disruptedWatch{now: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0,
+	factory := informers.NewSharedInformerFactoryWithOptions(cluster.Clientset, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1.NodePoolLabelKey + "=" + pool }))
 	record := func(obj any) {
 		node, ok := obj.(*corev1.Node)

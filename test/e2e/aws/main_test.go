@@ -14,71 +14,19 @@
 package aws_test
 
 import (
-	"context"
-	"fmt"
-	"net/http/httptest"
 	"os"
 	"testing"
-	"time"
 
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
-	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
-	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 )
 
-var (
-	// cluster is the package's control plane and local AWS endpoint, with
-	// the v1 document's EC2NodeClass and NodePool "default".
-	cluster *localcluster.Cluster
-	// clientset talks to the same API server, for informers.
-	clientset kubernetes.Interface
-	// calls counts the requests the endpoint served, by service and action;
-	// the controllers talk to the endpoint through it.
-	calls *callCounter
-	// endpointURL is the counting front of the endpoint.
-	endpointURL string
-)
+// cluster is the package's control plane and local AWS endpoint (seed 7);
+// the provider's real clients launch instances through its counting front.
+var cluster *awse2e.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var err error
-	cluster, err = localcluster.StartAWS(context.Background(), controlplane.Options{
-		KeepWorkDir: os.Getenv("DOVETAIL_KEEP_CONTROLPLANE") == "true",
-	}, localcluster.AWSOptions{Endpoint: localaws.Config{
-		// Short EC2 lifecycle delays keep launches and terminations quick.
-		PendingDelay: time.Second, StoppingDelay: time.Second, ShuttingDownDelay: time.Second,
-		TickInterval: 200 * time.Millisecond, Seed: 7,
-	}}, true)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the local cluster with the AWS endpoint: %v\n", err)
-		return 1
-	}
-	if ctx.Err() != nil {
-		fmt.Fprintf(os.Stderr, "starting the local cluster took too long\n")
-	}
-	clientset, err = kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating a clientset: %v\n", err)
-		_ = cluster.Stop()
-		return 1
-	}
-	calls = newCallCounter(cluster.AWS)
-	front := httptest.NewServer(calls)
-	endpointURL = front.URL
-	code := m.Run()
-	front.Close()
-	if err := cluster.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping the local cluster: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	os.Exit(awse2e.Run(m, awse2e.Options{
+		Seed:            7,
+		NamespacePrefix: "test-aws-",
+	}, &cluster))
 }

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -26,9 +27,9 @@ import (
 // the newest AL2023 AMI of each image line with its requirements, and the
 // instance profile of KarpenterNodeRole-dovetail.
 func TestDefaultClassAndPoolBecomeReady(t *testing.T) {
-	begin(t)
+	cluster.Begin(t)
 	want := localcluster.DefaultEC2NodeClass(cluster.AWS.ClusterName())
-	nc := waitClassReady(t, want.Name, 2*time.Minute)
+	nc := cluster.WaitClassReady(t, want.Name, 2*time.Minute)
 	if len(nc.Spec.AMISelectorTerms) != 1 || nc.Spec.AMISelectorTerms[0].Alias != "al2023@latest" || nc.Spec.Role != want.Spec.Role {
 		t.Errorf("EC2NodeClass %s spec is not the v1 document's: %+v", nc.Name, nc.Spec)
 	}
@@ -41,7 +42,7 @@ func TestDefaultClassAndPoolBecomeReady(t *testing.T) {
 
 	// Subnets: one per zone, with its zone ID.
 	var wantSubnets []awsv1.Subnet
-	for _, sn := range seed().Subnets {
+	for _, sn := range cluster.Seed().Subnets {
 		wantSubnets = append(wantSubnets, awsv1.Subnet{ID: sn.ID, Zone: sn.Zone, ZoneID: sn.ZoneID})
 	}
 	if !sameElements(nc.Status.Subnets, wantSubnets) {
@@ -57,7 +58,7 @@ func TestDefaultClassAndPoolBecomeReady(t *testing.T) {
 	for _, g := range nc.Status.SecurityGroups {
 		gotGroups = append(gotGroups, g.ID)
 	}
-	wantGroups := []string{seed().ClusterSecurityGroup.ID, seed().NodeSecurityGroup.ID}
+	wantGroups := []string{cluster.Seed().ClusterSecurityGroup.ID, cluster.Seed().NodeSecurityGroup.ID}
 	if !sameElements(gotGroups, wantGroups) {
 		t.Errorf("status.securityGroups = %+v, want ids %v", nc.Status.SecurityGroups, wantGroups)
 	}
@@ -155,7 +156,7 @@ type badClass struct {
 // NodePool on each launches nothing for its pending pod, and no instance,
 // launch template or instance profile is left behind.
 func TestBadClassesLaunchNothing(t *testing.T) {
-	s := begin(t)
+	s := cluster.Begin(t)
 	base := func(name string) *awsv1.EC2NodeClass {
 		nc := localcluster.DefaultEC2NodeClass(cluster.AWS.ClusterName())
 		nc.Name = name
@@ -185,7 +186,7 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 	}
 	profilesBefore := len(cluster.AWS.IAM().InstanceProfiles())
 	templatesBefore := len(cluster.AWS.EC2().LaunchTemplates())
-	ns := s.namespace()
+	ns := s.Namespace()
 	var names, pools []string
 	for _, c := range cases {
 		if err := cluster.Client.Create(context.Background(), c.class); err != nil {
@@ -194,11 +195,11 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 			t.Logf("admission refused EC2NodeClass %s: %v", c.class.Name, err)
 			continue
 		}
-		s.classes = append(s.classes, c.class.Name)
+		s.TrackClass(c.class.Name)
 		names = append(names, c.class.Name)
-		pool := s.pool(awsPool("on-"+c.class.Name, c.class.Name))
+		pool := s.Pool(awse2e.AWSPool("on-"+c.class.Name, c.class.Name))
 		pools = append(pools, pool.Name)
-		create(t, deployment(ns, "app-"+c.class.Name, pool.Name, 1, "500m", "512Mi"))
+		cluster.Create(t, awse2e.Deployment(ns, "app-"+c.class.Name, pool.Name, 1, "500m", "512Mi"))
 	}
 	for _, c := range cases {
 		if !slices.Contains(names, c.class.Name) {
@@ -234,7 +235,7 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 	expectNothingLaunched(t, 15*time.Second, pools, names)
 	running := 0
 	for _, c := range cases {
-		pods, err := runningPods(context.Background(), ns, "app-"+c.class.Name)
+		pods, err := cluster.RunningPods(context.Background(), ns, "app-"+c.class.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 	}
 	env.Eventually(t, 2*time.Minute, "the bad classes' instance profiles to be gone", func(ctx context.Context) (bool, error) {
 		for _, p := range cluster.AWS.IAM().InstanceProfiles() {
-			if slices.Contains(names, p.Tags[tagNodeClass]) {
+			if slices.Contains(names, p.Tags[awse2e.TagNodeClass]) {
 				return false, nil
 			}
 		}
@@ -272,16 +273,16 @@ func expectNothingLaunched(t *testing.T, d time.Duration, pools, classes []strin
 	defer cancel()
 	for ctx.Err() == nil {
 		for _, pool := range pools {
-			if claims := poolClaims(t, pool); len(claims) > 0 {
+			if claims := cluster.PoolClaims(t, pool); len(claims) > 0 {
 				t.Fatalf("NodeClaim %s was created for NodePool %s; want none", claims[0].Name, pool)
 			}
 		}
-		if insts := liveInstances(pools...); len(insts) > 0 {
-			t.Fatalf("instance %s was launched for NodePool %s; want none", insts[0].ID, insts[0].Tags[tagNodePool])
+		if insts := cluster.LiveInstances(pools...); len(insts) > 0 {
+			t.Fatalf("instance %s was launched for NodePool %s; want none", insts[0].ID, insts[0].Tags[awse2e.TagNodePool])
 		}
 		for _, lt := range cluster.AWS.EC2().LaunchTemplates() {
-			if slices.Contains(classes, lt.Tags[tagNodeClass]) {
-				t.Fatalf("launch template %s was created for EC2NodeClass %s", lt.Name, lt.Tags[tagNodeClass])
+			if slices.Contains(classes, lt.Tags[awse2e.TagNodeClass]) {
+				t.Fatalf("launch template %s was created for EC2NodeClass %s", lt.Name, lt.Tags[awse2e.TagNodeClass])
 			}
 		}
 		select {

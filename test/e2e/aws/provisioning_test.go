@@ -21,6 +21,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -37,20 +38,20 @@ var (
 // the time from NodeClaim creation to Node Ready.
 func TestSpreadDeploymentGetsEC2Nodes(t *testing.T) {
 	const replicas, minFamilies = 50, 3
-	s := begin(t)
-	pool := awsPool("spread", localcluster.DefaultName)
-	withRequirement(pool, awsv1.LabelInstanceFamily, corev1.NodeSelectorOpExists, ptr.To(minFamilies))
-	s.pool(pool)
-	ns := s.namespace()
-	d := deployment(ns, "spread", pool.Name, replicas, "1", "1Gi")
+	s := cluster.Begin(t)
+	pool := awse2e.AWSPool("spread", localcluster.DefaultName)
+	awse2e.WithRequirement(pool, awsv1.LabelInstanceFamily, corev1.NodeSelectorOpExists, ptr.To(minFamilies))
+	s.Pool(pool)
+	ns := s.Namespace()
+	d := awse2e.Deployment(ns, "spread", pool.Name, replicas, "1", "1Gi")
 	d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}},
 	}}
-	create(t, d)
-	pods := waitRunning(t, ns, "spread", replicas, 5*time.Minute)
+	cluster.Create(t, d)
+	pods := cluster.WaitRunning(t, ns, "spread", replicas, 5*time.Minute)
 
-	nodes := nodesOf(t, pods)
+	nodes := cluster.NodesOf(t, pods)
 	perZone := map[string]int{}
 	for _, p := range pods {
 		perZone[nodes[p.Spec.NodeName].Labels[corev1.LabelTopologyZone]]++
@@ -76,7 +77,7 @@ func TestSpreadDeploymentGetsEC2Nodes(t *testing.T) {
 		}
 	}
 
-	claims := poolClaims(t, pool.Name)
+	claims := cluster.PoolClaims(t, pool.Name)
 	var readyAfter []time.Duration
 	for _, nc := range claims {
 		families := map[string]bool{}
@@ -151,25 +152,25 @@ func keys(m map[string]bool) []string {
 // launch-failure metric counts the shortage.
 func TestInsufficientCapacityFallsBackToNextOffering(t *testing.T) {
 	const cheap, next = "m5.large", "m5.xlarge"
-	s := begin(t)
-	pool := awsPool("ice", localcluster.DefaultName)
+	s := cluster.Begin(t)
+	pool := awse2e.AWSPool("ice", localcluster.DefaultName)
 	setRequirement(pool, v1.CapacityTypeLabelKey, v1.CapacityTypeSpot)
-	withRequirement(pool, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, cheap, next)
-	for _, sn := range seed().Subnets {
+	awse2e.WithRequirement(pool, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, cheap, next)
+	for _, sn := range cluster.Seed().Subnets {
 		cluster.AWS.SetInsufficientCapacity(cheap, sn.Zone, ec2.CapacityTypeSpot, true)
 		t.Cleanup(func() { cluster.AWS.SetInsufficientCapacity(cheap, sn.Zone, ec2.CapacityTypeSpot, false) })
 	}
-	s.pool(pool)
-	ns := s.namespace()
-	before := calls.snapshot()
-	create(t, deployment(ns, "ice", pool.Name, 1, "1", "1Gi"))
-	pods := waitRunning(t, ns, "ice", 1, 3*time.Minute)
+	s.Pool(pool)
+	ns := s.Namespace()
+	before := cluster.Calls.Snapshot()
+	cluster.Create(t, awse2e.Deployment(ns, "ice", pool.Name, 1, "1", "1Gi"))
+	pods := cluster.WaitRunning(t, ns, "ice", 1, 3*time.Minute)
 
-	node := nodesOf(t, pods)[pods[0].Spec.NodeName]
+	node := cluster.NodesOf(t, pods)[pods[0].Spec.NodeName]
 	if got := node.Labels[corev1.LabelInstanceTypeStable]; got != next || node.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeSpot {
 		t.Errorf("the pod runs on %s/%s, want the next spot offering %s", got, node.Labels[v1.CapacityTypeLabelKey], next)
 	}
-	nc := claimOfNode(t, pool.Name, node.Name)
+	nc := cluster.ClaimOfNode(t, pool.Name, node.Name)
 	env.Eventually(t, 2*time.Minute, "NodeClaim "+nc.Name+" to be initialized", func(ctx context.Context) (bool, error) {
 		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
 			return false, err
@@ -178,7 +179,7 @@ func TestInsufficientCapacityFallsBackToNextOffering(t *testing.T) {
 	})
 	var metric string
 	env.Eventually(t, time.Minute, "the launch-failure metric to count InsufficientInstanceCapacity", func(ctx context.Context) (bool, error) {
-		text, err := s.scrape(ctx)
+		text, err := s.Scrape(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -191,8 +192,8 @@ func TestInsufficientCapacityFallsBackToNextOffering(t *testing.T) {
 		}
 		return false, nil
 	})
-	launched := liveInstances(pool.Name)
-	fleets := calls.since(before)["ec2:CreateFleet"]
+	launched := cluster.LiveInstances(pool.Name)
+	fleets := cluster.Calls.Since(before)["ec2:CreateFleet"]
 	if len(launched) != 1 || fleets != 1 {
 		t.Errorf("%d instances launched in %d CreateFleet calls for one pod, want 1 in 1", len(launched), fleets)
 	}
@@ -221,9 +222,9 @@ func claimEvents(t *testing.T, name string) []string {
 // just started (cold caches), then for a second node (warm caches). Each
 // launch must make exactly one CreateFleet call.
 func TestAPICallsPerLaunch(t *testing.T) {
-	s := begin(t)
-	waitClassReady(t, localcluster.DefaultName, 2*time.Minute)
-	pool := s.pool(awsPool("single", localcluster.DefaultName))
+	s := cluster.Begin(t)
+	cluster.WaitClassReady(t, localcluster.DefaultName, 2*time.Minute)
+	pool := s.Pool(awse2e.AWSPool("single", localcluster.DefaultName))
 	env.Eventually(t, time.Minute, "NodePool single to be Ready", func(ctx context.Context) (bool, error) {
 		np := &v1.NodePool{}
 		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(pool), np); err != nil {
@@ -231,19 +232,19 @@ func TestAPICallsPerLaunch(t *testing.T) {
 		}
 		return meta.IsStatusConditionTrue(np.Status.Conditions, v1.ConditionTypeReady), nil
 	})
-	ns := s.namespace()
-	d := oneNodeEach(deployment(ns, "single", pool.Name, 1, "1", "1Gi"))
+	ns := s.Namespace()
+	d := awse2e.OneNodeEach(awse2e.Deployment(ns, "single", pool.Name, 1, "1", "1Gi"))
 	for i, phase := range []string{"cold", "warm"} {
-		before := calls.snapshot()
+		before := cluster.Calls.Snapshot()
 		start := time.Now() //nolint:forbidigo // measuring, not asserting
 		if i == 0 {
-			create(t, d)
+			cluster.Create(t, d)
 		} else {
 			scale(t, ns, d.Name, int32(i+1))
 		}
-		pods := waitRunning(t, ns, "single", i+1, 3*time.Minute)
+		pods := cluster.WaitRunning(t, ns, "single", i+1, 3*time.Minute)
 		for _, p := range pods {
-			nc := claimOfNode(t, pool.Name, p.Spec.NodeName)
+			nc := cluster.ClaimOfNode(t, pool.Name, p.Spec.NodeName)
 			env.Eventually(t, 2*time.Minute, "NodeClaim "+nc.Name+" to be initialized", func(ctx context.Context) (bool, error) {
 				if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
 					return false, err
@@ -252,7 +253,7 @@ func TestAPICallsPerLaunch(t *testing.T) {
 			})
 		}
 		elapsed := time.Since(start) //nolint:forbidigo // measuring, not asserting
-		got := calls.since(before)
+		got := cluster.Calls.Since(before)
 		if got["ec2:CreateFleet"] != 1 {
 			t.Errorf("%s launch: %d CreateFleet calls, want 1: %v", phase, got["ec2:CreateFleet"], got)
 		}

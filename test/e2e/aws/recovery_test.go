@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -19,14 +20,14 @@ import (
 // lifecycle controller would), its NodeClaim goes, and its pod runs again
 // on a new EC2 node; the other pod's node is untouched.
 func TestInstanceTerminatedBehindTheBack(t *testing.T) {
-	s := begin(t)
-	pool := s.pool(awsPool("doomed", localcluster.DefaultName))
-	ns := s.namespace()
-	create(t, oneNodeEach(deployment(ns, "app", pool.Name, 2, "500m", "512Mi")))
-	pods := waitRunning(t, ns, "app", 2, 3*time.Minute)
-	victim := claimOfNode(t, pool.Name, pods[0].Spec.NodeName)
-	survivor := claimOfNode(t, pool.Name, pods[1].Spec.NodeName)
-	id := instanceIDOf(victim.Status.ProviderID)
+	s := cluster.Begin(t)
+	pool := s.Pool(awse2e.AWSPool("doomed", localcluster.DefaultName))
+	ns := s.Namespace()
+	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, "app", pool.Name, 2, "500m", "512Mi")))
+	pods := cluster.WaitRunning(t, ns, "app", 2, 3*time.Minute)
+	victim := cluster.ClaimOfNode(t, pool.Name, pods[0].Spec.NodeName)
+	survivor := cluster.ClaimOfNode(t, pool.Name, pods[1].Spec.NodeName)
+	id := awse2e.InstanceIDOf(victim.Status.ProviderID)
 	if err := cluster.AWS.TerminateInstance(id); err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +38,12 @@ func TestInstanceTerminatedBehindTheBack(t *testing.T) {
 		return len(nodesWithProvider(ctx, victim.Status.ProviderID)) == 0, nil
 	})
 	env.Eventually(t, 3*time.Minute, "both pods Running, none on the dead instance", func(ctx context.Context) (bool, error) {
-		running, err := runningPods(ctx, ns, "app")
+		running, err := cluster.RunningPods(ctx, ns, "app")
 		if err != nil || len(running) != 2 {
 			return false, err
 		}
 		pods = running
-		for name, node := range nodesOf(t, running) {
+		for name, node := range cluster.NodesOf(t, running) {
 			if node.Spec.ProviderID == victim.Status.ProviderID {
 				return false, fmt.Errorf("pod runs on node %s of terminated instance %s", name, id)
 			}
@@ -50,13 +51,13 @@ func TestInstanceTerminatedBehindTheBack(t *testing.T) {
 		return true, nil
 	})
 	instances := instancesByID()
-	for _, node := range nodesOf(t, pods) {
+	for _, node := range cluster.NodesOf(t, pods) {
 		checkEC2Node(t, node, instances)
 	}
 	if err := cluster.Client.Get(context.Background(), client.ObjectKeyFromObject(survivor), survivor); err != nil || survivor.DeletionTimestamp != nil {
 		t.Errorf("the other NodeClaim %s was disturbed: %v", survivor.Name, err)
 	}
-	if got := len(liveInstances(pool.Name)); got != 2 {
+	if got := len(cluster.LiveInstances(pool.Name)); got != 2 {
 		t.Errorf("%d live instances for the pool, want 2 (the survivor and one replacement)", got)
 	}
 }
@@ -67,10 +68,10 @@ func TestInstanceTerminatedBehindTheBack(t *testing.T) {
 // instance of the pool has exactly one NodeClaim naming it, and every
 // NodeClaim has its instance.
 func TestControllerStoppedMidLaunchLeaksNothing(t *testing.T) {
-	s := begin(t)
-	pool := s.pool(awsPool("restart", localcluster.DefaultName))
-	ns := s.namespace()
-	create(t, oneNodeEach(deployment(ns, "app", pool.Name, 2, "500m", "512Mi")))
+	s := cluster.Begin(t)
+	pool := s.Pool(awse2e.AWSPool("restart", localcluster.DefaultName))
+	ns := s.Namespace()
+	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, "app", pool.Name, 2, "500m", "512Mi")))
 	var claimName string
 	env.Eventually(t, 2*time.Minute, "the first NodeClaim to appear", func(ctx context.Context) (bool, error) {
 		list := &v1.NodeClaimList{}
@@ -83,17 +84,17 @@ func TestControllerStoppedMidLaunchLeaksNothing(t *testing.T) {
 		}
 		return false, nil
 	})
-	s.stopController()
+	s.StopController()
 	state := "not launched"
 	nc := &v1.NodeClaim{}
 	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Name: claimName}, nc); err == nil &&
 		meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeLaunched) {
 		state = "launched"
 	}
-	leftover := len(liveInstances(pool.Name))
+	leftover := len(cluster.LiveInstances(pool.Name))
 	t.Logf("stopped the controller at NodeClaim %s (%s once stopped; %d instances of the pool then)", claimName, state, leftover)
-	s.startController()
-	waitRunning(t, ns, "app", 2, 4*time.Minute)
+	s.StartController()
+	cluster.WaitRunning(t, ns, "app", 2, 4*time.Minute)
 
 	var report string
 	env.Eventually(t, 4*time.Minute, "every live instance to have exactly one NodeClaim and every NodeClaim an instance", func(ctx context.Context) (bool, error) {
@@ -107,12 +108,12 @@ func TestControllerStoppedMidLaunchLeaksNothing(t *testing.T) {
 				report = "NodeClaim " + c.Name + " has no instance"
 				return false, nil
 			}
-			owners[instanceIDOf(c.Status.ProviderID)]++
+			owners[awse2e.InstanceIDOf(c.Status.ProviderID)]++
 		}
-		live := liveInstances(pool.Name)
+		live := cluster.LiveInstances(pool.Name)
 		for _, inst := range live {
 			if owners[inst.ID] != 1 {
-				report = fmt.Sprintf("instance %s (NodeClaim tag %s) has %d NodeClaims", inst.ID, inst.Tags[tagNodeClaim], owners[inst.ID])
+				report = fmt.Sprintf("instance %s (NodeClaim tag %s) has %d NodeClaims", inst.ID, inst.Tags[awse2e.TagNodeClaim], owners[inst.ID])
 				return false, nil
 			}
 			delete(owners, inst.ID)

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 	"github.com/dovetail-autoscaler/dovetail/internal/podwatch"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -72,7 +73,7 @@ func waitClaimDeleting(t *testing.T, name string, timeout time.Duration) {
 // pdb creates a PodDisruptionBudget keeping minAvailable of the app's pods.
 func pdb(t *testing.T, ns, app string, minAvailable int) {
 	t.Helper()
-	create(t, &policyv1.PodDisruptionBudget{
+	cluster.Create(t, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: ptrIntOrString(minAvailable),
@@ -98,7 +99,7 @@ func spreadOverZones(d *appsv1.Deployment) *appsv1.Deployment {
 // watchAvailability follows the app's Ready pods until the test ends.
 func watchAvailability(t *testing.T, ns, app string) *podwatch.Availability {
 	t.Helper()
-	a, err := podwatch.Watch(clientset, ns, app)
+	a, err := podwatch.Watch(cluster.Clientset, ns, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +138,9 @@ func victimOf(t *testing.T, pool string, pods []corev1.Pod) (*corev1.Node, *v1.N
 			victim = name
 		}
 	}
-	node := nodesOf(t, pods)[victim]
-	nc := claimOfNode(t, pool, victim)
-	id := instanceIDOf(nc.Status.ProviderID)
+	node := cluster.NodesOf(t, pods)[victim]
+	nc := cluster.ClaimOfNode(t, pool, victim)
+	id := awse2e.InstanceIDOf(nc.Status.ProviderID)
 	inst, ok := cluster.AWS.EC2().Instance(id)
 	if !ok {
 		t.Fatalf("node %s (NodeClaim %s) names instance %q, which EC2 does not know", victim, nc.Name, id)
@@ -217,7 +218,7 @@ func (c *claimCounter) count() (int, []string) {
 func launchedInstances(pool string) []ec2.Instance {
 	var out []ec2.Instance
 	for _, inst := range cluster.AWS.EC2().Instances() {
-		if inst.Tags[tagNodePool] == pool {
+		if inst.Tags[awse2e.TagNodePool] == pool {
 			out = append(out, inst)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -25,18 +26,18 @@ import (
 // the reclaimed (instance type, zone, spot) offering.
 func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 	const app, replicas, minAvailable = "spot", 6, 5
-	s := begin(t)
-	waitClassReady(t, localcluster.DefaultName, 2*time.Minute)
+	s := cluster.Begin(t)
+	cluster.WaitClassReady(t, localcluster.DefaultName, 2*time.Minute)
 	// The default pool's shape (c, m, r, spot and on-demand): spot is the
 	// cheaper, so every node launches on spot.
-	pool := s.pool(awsPool("spot", localcluster.DefaultName))
-	ns := s.namespace()
+	pool := s.Pool(awse2e.AWSPool("spot", localcluster.DefaultName))
+	ns := s.Namespace()
 	// Two pods per zone: the interrupted zone's pods must come back in the
 	// same zone (max skew 1), so the replacement has to avoid the reclaimed
 	// offering by instance type or capacity type, not by zone.
-	create(t, spreadOverZones(deployment(ns, app, pool.Name, replicas, "500m", "512Mi")))
+	cluster.Create(t, spreadOverZones(awse2e.Deployment(ns, app, pool.Name, replicas, "500m", "512Mi")))
 	pdb(t, ns, app, minAvailable)
-	pods := waitRunning(t, ns, app, replicas, 4*time.Minute)
+	pods := cluster.WaitRunning(t, ns, app, replicas, 4*time.Minute)
 	availability := watchAvailability(t, ns, app)
 	env.Eventually(t, 2*time.Minute, "all replicas Ready", func(ctx context.Context) (bool, error) {
 		ready, _ := availability.Now()
@@ -55,7 +56,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 		}
 	}
 	before := map[string]bool{}
-	for _, c := range poolClaims(t, pool.Name) {
+	for _, c := range cluster.PoolClaims(t, pool.Name) {
 		before[c.Name] = true
 	}
 	beforeNodes := map[string]bool{}
@@ -93,7 +94,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 				}
 			}
 			if podsMoved == 0 {
-				running, err := runningPods(ctx, ns, app)
+				running, err := cluster.RunningPods(ctx, ns, app)
 				if err != nil {
 					return false, err
 				}
@@ -124,7 +125,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 
 	// The replacements avoid the reclaimed offering.
 	var launched []string
-	for _, c := range poolClaims(t, pool.Name) {
+	for _, c := range cluster.PoolClaims(t, pool.Name) {
 		if before[c.Name] || c.Status.ProviderID == "" {
 			continue
 		}
@@ -145,12 +146,12 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 // another node.
 func TestScheduledChangeReplacesNode(t *testing.T) {
 	const app = "retire"
-	s := begin(t)
-	waitClassReady(t, localcluster.DefaultName, 2*time.Minute)
-	pool := s.pool(awsPool("retire", localcluster.DefaultName))
-	ns := s.namespace()
-	create(t, oneNodeEach(deployment(ns, app, pool.Name, 2, "500m", "512Mi")))
-	pods := waitRunning(t, ns, app, 2, 4*time.Minute)
+	s := cluster.Begin(t)
+	cluster.WaitClassReady(t, localcluster.DefaultName, 2*time.Minute)
+	pool := s.Pool(awse2e.AWSPool("retire", localcluster.DefaultName))
+	ns := s.Namespace()
+	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, app, pool.Name, 2, "500m", "512Mi")))
+	pods := cluster.WaitRunning(t, ns, app, 2, 4*time.Minute)
 	node, nc, inst := victimOf(t, pool.Name, pods)
 
 	if err := cluster.AWS.SendScheduledChange(inst.ID); err != nil {
@@ -169,12 +170,12 @@ func TestScheduledChangeReplacesNode(t *testing.T) {
 // replaced and its pods rescheduled.
 func TestStoppedInstanceIsReplaced(t *testing.T) {
 	const app = "stopped"
-	s := begin(t)
-	waitClassReady(t, localcluster.DefaultName, 2*time.Minute)
-	pool := s.pool(awsPool("stopped", localcluster.DefaultName))
-	ns := s.namespace()
-	create(t, oneNodeEach(deployment(ns, app, pool.Name, 2, "500m", "512Mi")))
-	pods := waitRunning(t, ns, app, 2, 4*time.Minute)
+	s := cluster.Begin(t)
+	cluster.WaitClassReady(t, localcluster.DefaultName, 2*time.Minute)
+	pool := s.Pool(awse2e.AWSPool("stopped", localcluster.DefaultName))
+	ns := s.Namespace()
+	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, app, pool.Name, 2, "500m", "512Mi")))
+	pods := cluster.WaitRunning(t, ns, app, 2, 4*time.Minute)
 	node, nc, inst := victimOf(t, pool.Name, pods)
 
 	if err := cluster.AWS.StopInstance(inst.ID); err != nil {
@@ -197,31 +198,31 @@ func TestStoppedInstanceIsReplaced(t *testing.T) {
 func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 	const app = "fallback"
 	types := []string{"m5.large", "m5.xlarge"}
-	s := begin(t)
-	waitClassReady(t, localcluster.DefaultName, 2*time.Minute)
-	pool := awsPool("fallback", localcluster.DefaultName)
-	withRequirement(pool, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, types...)
+	s := cluster.Begin(t)
+	cluster.WaitClassReady(t, localcluster.DefaultName, 2*time.Minute)
+	pool := awse2e.AWSPool("fallback", localcluster.DefaultName)
+	awse2e.WithRequirement(pool, corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, nil, types...)
 	for _, it := range types {
-		for _, sn := range seed().Subnets {
+		for _, sn := range cluster.Seed().Subnets {
 			cluster.AWS.SetInsufficientCapacity(it, sn.Zone, ec2.CapacityTypeSpot, true)
 			t.Cleanup(func() { cluster.AWS.SetInsufficientCapacity(it, sn.Zone, ec2.CapacityTypeSpot, false) })
 		}
 	}
-	s.pool(pool)
-	ns := s.namespace()
+	s.Pool(pool)
+	ns := s.Namespace()
 	claims := countClaims(t, pool.Name)
 	earlier := map[string]bool{} // instances of an earlier run of this test (-count)
 	for _, i := range launchedInstances(pool.Name) {
 		earlier[i.ID] = true
 	}
-	before := calls.snapshot()
-	create(t, deployment(ns, app, pool.Name, 1, "500m", "512Mi"))
-	pods := waitRunning(t, ns, app, 1, 4*time.Minute)
-	node := nodesOf(t, pods)[pods[0].Spec.NodeName]
+	before := cluster.Calls.Snapshot()
+	cluster.Create(t, awse2e.Deployment(ns, app, pool.Name, 1, "500m", "512Mi"))
+	pods := cluster.WaitRunning(t, ns, app, 1, 4*time.Minute)
+	node := cluster.NodesOf(t, pods)[pods[0].Spec.NodeName]
 	if got := node.Labels[v1.CapacityTypeLabelKey]; got != v1.CapacityTypeOnDemand {
 		t.Errorf("the pod runs on a %s node %s, want on-demand (spot is exhausted)", got, node.Name)
 	}
-	nc := claimOfNode(t, pool.Name, node.Name)
+	nc := cluster.ClaimOfNode(t, pool.Name, node.Name)
 	waitInitialized(t, nc.Name, 2*time.Minute)
 
 	// Watch a bounded window after the node came up: nothing more launches.
@@ -245,7 +246,7 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 			}
 		}
 	}
-	fleets := calls.since(before)["ec2:CreateFleet"]
+	fleets := cluster.Calls.Since(before)["ec2:CreateFleet"]
 	if n > 2 {
 		t.Errorf("%d NodeClaims created for one pending pod with spot exhausted, want at most 2: %v", n, names)
 	}
@@ -255,14 +256,14 @@ func TestSpotExhaustionFallsBackToOnDemandOnce(t *testing.T) {
 	// One instance per NodeClaim: a claim launched twice leaks an instance.
 	perClaim := map[string][]string{}
 	for _, i := range launchedSince(pool.Name, earlier) {
-		perClaim[i.Tags[tagNodeClaim]] = append(perClaim[i.Tags[tagNodeClaim]], i.ID)
+		perClaim[i.Tags[awse2e.TagNodeClaim]] = append(perClaim[i.Tags[awse2e.TagNodeClaim]], i.ID)
 	}
 	for claim, ids := range perClaim {
 		if len(ids) > 1 {
 			t.Errorf("NodeClaim %s got %d instances %v, want 1", claim, len(ids), ids)
 		}
 	}
-	if live := liveInstances(pool.Name); len(live) != 1 {
+	if live := cluster.LiveInstances(pool.Name); len(live) != 1 {
 		t.Errorf("%d live instances for one pending pod after the window, want 1: %v", len(live), instanceSummary(live))
 	}
 	// Still the same: the on-demand node stays, and nothing is pending.
@@ -292,7 +293,7 @@ func launchedSince(pool string, earlier map[string]bool) []ec2.Instance {
 func waitMovedOff(t *testing.T, ns, app string, n int, node string, timeout time.Duration) {
 	t.Helper()
 	env.Eventually(t, timeout, fmt.Sprintf("%d %s pods Running off node %s", n, app, node), func(ctx context.Context) (bool, error) {
-		running, err := runningPods(ctx, ns, app)
+		running, err := cluster.RunningPods(ctx, ns, app)
 		if err != nil || len(running) != n {
 			return false, err
 		}
@@ -318,7 +319,7 @@ func waitInstanceGone(t *testing.T, id string, timeout time.Duration) {
 func instanceSummary(list []ec2.Instance) []string {
 	out := make([]string, 0, len(list))
 	for _, i := range list {
-		out = append(out, fmt.Sprintf("%s=%s(%s, NodeClaim %s)", i.ID, offering(i.InstanceType, i.Zone, i.CapacityType), i.State, i.Tags[tagNodeClaim]))
+		out = append(out, fmt.Sprintf("%s=%s(%s, NodeClaim %s)", i.ID, offering(i.InstanceType, i.Zone, i.CapacityType), i.State, i.Tags[awse2e.TagNodeClaim]))
 	}
 	return out
 }

@@ -1,0 +1,85 @@
+package awse2e
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+)
+
+// Tags the AWS provider puts on what it launches.
+const (
+	TagNodePool  = "karpenter.sh/nodepool"
+	TagNodeClaim = "karpenter.sh/nodeclaim"
+	TagNodeClass = "karpenter.k8s.aws/ec2nodeclass"
+)
+
+// AWSPool is the v1 document's NodePool (DefaultAWSNodePool) renamed, on
+// the given EC2NodeClass, for pods that select it by name.
+func AWSPool(name, class string) *v1.NodePool {
+	np := localcluster.DefaultAWSNodePool()
+	np.Name = name
+	np.Spec.Template.Spec.NodeClassRef.Name = class
+	np.Spec.Weight = nil
+	return np
+}
+
+// WithRequirement adds a requirement to the pool's template.
+func WithRequirement(np *v1.NodePool, key string, op corev1.NodeSelectorOperator, minValues *int, values ...string) *v1.NodePool {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values, MinValues: minValues})
+	return np
+}
+
+// Deployment returns a Deployment of pause pods requesting cpu and memory,
+// pinned to a NodePool.
+func Deployment(ns, name, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  map[string]string{v1.NodePoolLabelKey: pool},
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					Containers: []corev1.Container{{
+						Name: "pause", Image: env.PauseImage,
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// OneNodeEach gives each of the Deployment's pods a node of its own.
+func OneNodeEach(d *appsv1.Deployment) *appsv1.Deployment {
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey:   corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: d.Spec.Selector.MatchLabels},
+		}},
+	}}
+	return d
+}
+
+// InstanceIDOf returns the instance id of an aws:///<zone>/<id> provider ID.
+func InstanceIDOf(providerID string) string {
+	i := strings.LastIndex(providerID, "/")
+	if i < 0 {
+		return ""
+	}
+	return providerID[i+1:]
+}
