@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
 )
 
 // TestScaleDownConsolidates: a Deployment scaled from 100 to 20 replicas
@@ -83,7 +84,7 @@ func TestScheduledBudgetBlocksInsideItsWindow(t *testing.T) {
 	create(t, onPool(deployment(ns, "once", 1, "500m", "512Mi"), pool))
 	pods := waitRunning(t, ns, "once", 1, 2*time.Minute)
 	node := pods[0].Spec.NodeName
-	watch := watchDisrupted(t, pool)
+	watch := nodewatch.Watch(t, testEnv.Clientset, pool)
 	scale(t, ns, "once", 0)
 
 	expectEvent(t, "default", "DisruptionBlocked", "due to blocking budget")
@@ -114,7 +115,7 @@ func TestDoNotDisruptIsHonoured(t *testing.T) {
 	create(t, oneNodeEach(onPool(deployment(ns, "spread", 3, "500m", "512Mi"), pool)))
 	pods := waitRunning(t, ns, "spread", 3, 2*time.Minute)
 	annotatedNode, podNode, plainNode := pods[0].Spec.NodeName, pods[1].Spec.NodeName, pods[2].Spec.NodeName
-	watch := watchDisrupted(t, pool)
+	watch := nodewatch.Watch(t, testEnv.Clientset, pool)
 
 	node := &corev1.Node{}
 	if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: annotatedNode}, node); err != nil {

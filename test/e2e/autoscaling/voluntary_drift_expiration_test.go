@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
 )
 
 // TestDriftReplacesEveryNodeWithinBudget: changing the NodePool's template
@@ -27,7 +28,7 @@ func TestDriftReplacesEveryNodeWithinBudget(t *testing.T) {
 	for name := range nodesOf(t, pods) {
 		old = append(old, name)
 	}
-	watch := watchDisrupted(t, pool)
+	watch := nodewatch.Watch(t, testEnv.Clientset, pool)
 
 	np := &v1.NodePool{}
 	if err := testEnv.Client.Get(context.Background(), client.ObjectKey{Name: pool}, np); err != nil {
@@ -44,10 +45,10 @@ func TestDriftReplacesEveryNodeWithinBudget(t *testing.T) {
 			t.Errorf("pod node %s is not a replacement with the new labels: %v", name, node.Labels)
 		}
 	}
-	if got := watch.max(); got > budget {
+	if got := watch.Max(); got > budget {
 		t.Errorf("%d nodes were disrupted at once; the budget allows %d", got, budget)
 	}
-	t.Logf("replaced %d drifted nodes; at most %d disrupted at once (budget %d)", len(old), watch.max(), budget)
+	t.Logf("replaced %d drifted nodes; at most %d disrupted at once (budget %d)", len(old), watch.Max(), budget)
 }
 
 // TestExpireAfter: nodes of a pool with a short expireAfter are replaced

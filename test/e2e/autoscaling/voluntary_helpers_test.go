@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +21,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
 )
 
 // disruptionPool is the default NodePool renamed, with the given
@@ -150,84 +148,14 @@ func oneNodeEach(d *appsv1.Deployment) *appsv1.Deployment {
 	return d
 }
 
-// disruptedWatch records, from every Node event of a pool (not by
-// sampling), the most nodes that were being disrupted at once (carrying the
-// disrupted taint or being deleted) and which nodes ever were.
-type disruptedWatch struct {
-	mu      sync.Mutex
-	now     map[string]bool
-	ever    map[string]bool
-	maximum int
-}
-
-func watchDisrupted(t *testing.T, pool string) *disruptedWatch {
-	t.Helper()
-	w := &disruptedWatch{now: map[string]bool{}, ever: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(testEnv.Clientset, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1.NodePoolLabelKey + "=" + pool }))
-	record := func(obj any) {
-		node, ok := obj.(*corev1.Node)
-		if !ok {
-			return
-		}
-		disrupted := node.DeletionTimestamp != nil || slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
-			return t.Key == v1.DisruptedTaintKey
-		})
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.now[node.Name] = disrupted
-		if disrupted {
-			w.ever[node.Name] = true
-		}
-		n := 0
-		for _, d := range w.now {
-			if d {
-				n++
-			}
-		}
-		w.maximum = max(w.maximum, n)
-	}
-	remove := func(obj any) {
-		node, ok := informed[*corev1.Node](obj)
-		if !ok {
-			return
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.now, node.Name)
-	}
-	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: remove,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-	return w
-}
-
-func (w *disruptedWatch) max() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.maximum
-}
-
-func (w *disruptedWatch) wasDisrupted(node string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.ever[node]
-}
-
 // expectNodesStay checks that none of the nodes is disrupted for d.
-func expectNodesStay(t *testing.T, w *disruptedWatch, d time.Duration, nodes ...string) {
+func expectNodesStay(t *testing.T, w *nodewatch.Disruptions, d time.Duration, nodes ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for ctx.Err() == nil {
 		for _, n := range nodes {
-			if w.wasDisrupted(n) {
+			if w.WasDisrupted(n) {
 				t.Fatalf("node %s was disrupted", n)
 			}
 		}

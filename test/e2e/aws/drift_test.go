@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
@@ -21,6 +18,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
 )
 
 // TestNewAMIDriftsNodesWithinBudget: EKS publishes a newer AL2023 AMI
@@ -48,7 +46,7 @@ func TestNewAMIDriftsNodesWithinBudget(t *testing.T) {
 		oldProviders, oldClaims = append(oldProviders, nc.Status.ProviderID), append(oldClaims, nc.Name)
 		oldImages[nc.Status.ImageID] = true
 	}
-	watch := watchDisrupted(t, pool.Name)
+	watch := nodewatch.Watch(t, cluster.Clientset, pool.Name)
 	drifted := watchDrifted(t, pool.Name)
 
 	// EKS releases a new AL2023 AMI for both architectures.
@@ -118,72 +116,12 @@ func TestNewAMIDriftsNodesWithinBudget(t *testing.T) {
 			t.Errorf("NodeClaim %s drifted with reason %q (%s), want AMIDrift", name, c.Reason, c.Message)
 		}
 	}
-	if got := watch.max(); got > budget {
+	if got := watch.Max(); got > budget {
 		t.Errorf("%d nodes were disrupted at once; the budget allows %d", got, budget)
 	}
 	c, _ := drifted.seen(oldClaims[0])
 	t.Logf("replaced %d nodes of images %v by nodes of %v; at most %d disrupted at once (budget %d); Drifted reason %q message %q",
-		len(oldClaims), keys(oldImages), keys(newImages), watch.max(), budget, c.Reason, c.Message)
-}
-
-// disruptedWatch records, from every Node event of a pool, the most nodes
-// that were being disrupted at once (disrupted taint or being deleted).
-type disruptedWatch struct {
-	mu      sync.Mutex
-	now     map[string]bool
-	maximum int
-}
-
-func watchDisrupted(t *testing.T, pool string) *disruptedWatch {
-	t.Helper()
-	w := &disruptedWatch{now: map[string]bool{}}
-	factory := informers.NewSharedInformerFactoryWithOptions(cluster.Clientset, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1.NodePoolLabelKey + "=" + pool }))
-	record := func(obj any) {
-		node, ok := obj.(*corev1.Node)
-		if !ok {
-			return
-		}
-		disrupted := node.DeletionTimestamp != nil || slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
-			return t.Key == v1.DisruptedTaintKey
-		})
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.now[node.Name] = disrupted
-		n := 0
-		for _, d := range w.now {
-			if d {
-				n++
-			}
-		}
-		w.maximum = max(w.maximum, n)
-	}
-	remove := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if node, ok := obj.(*corev1.Node); ok {
-			w.mu.Lock()
-			delete(w.now, node.Name)
-			w.mu.Unlock()
-		}
-	}
-	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) }, DeleteFunc: remove,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
-	return w
-}
-
-func (w *disruptedWatch) max() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.maximum
+		len(oldClaims), keys(oldImages), keys(newImages), watch.Max(), budget, c.Reason, c.Message)
 }
 
 // driftedWatch records the first True Drifted condition each NodeClaim of
