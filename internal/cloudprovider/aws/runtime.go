@@ -74,8 +74,6 @@ type Runtime struct {
 	// NodeClasses is the EC2NodeClass controller (also in Controllers), for
 	// tests that reconcile directly.
 	NodeClasses *nodeclass.Controller
-	// LaunchTemplates is the launch-template provider, for tests and tools.
-	LaunchTemplates *launchtemplate.Provider
 	// Tagging names registered instances (also in Controllers).
 	Tagging *tagging.Controller
 }
@@ -145,7 +143,7 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		Recorder:              eventf{deps.Recorder},
 	})
 	provider := New(deps.KubeClient, deps.Clock, cluster, instanceTypes, templates, instances)
-	rt := &Runtime{CloudProvider: provider, Clients: clients, NodeClasses: nodeClasses, LaunchTemplates: templates,
+	rt := &Runtime{CloudProvider: provider, Clients: clients, NodeClasses: nodeClasses,
 		Tagging: tagging.NewController(deps.KubeClient, clients.EC2, s.ClusterName)}
 	rt.Controllers = append(rt.Controllers, nodeClasses,
 		&loop{name: "aws.pricing", clock: deps.Clock, period: PricingRefreshPeriod, run: prices.Refresh},

@@ -91,14 +91,13 @@ type state struct {
 	ids      *rand.Rand
 	throttle *rand.Rand
 
-	vpcs     []*VPC
-	subnets  []*subnet
-	groups   []*SecurityGroup
-	images   []*Image
-	lts      []*launchTemplate
-	insts    []*instance
-	byID     map[string]*instance
-	ipCursor map[string]uint32
+	vpcs    []*VPC
+	subnets []*subnet
+	groups  []*SecurityGroup
+	images  []*Image
+	lts     []*launchTemplate
+	insts   []*instance
+	byID    map[string]*instance
 
 	spotPrices map[string]map[string]float64
 
@@ -157,7 +156,6 @@ func New(cfg Config) *Service {
 			ids:        rand.New(rand.NewPCG(cfg.Seed, 0x1d5)),
 			throttle:   rand.New(rand.NewPCG(cfg.Seed, 0x7e1)),
 			byID:       map[string]*instance{},
-			ipCursor:   map[string]uint32{},
 			spotPrices: map[string]map[string]float64{},
 			ice:        map[offeringKey]bool{},
 		},
