@@ -29,6 +29,11 @@ func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings)
 	}
 	rt, err := awsprovider.Build(ctx, deps)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while starting (a call to AWS was cancelled): a clean
+			// shutdown, as a stop after start is.
+			return nil
+		}
 		return fmt.Errorf("building the aws cloud provider: %w", err)
 	}
 	all := controllers.NewControllers(controllers.Dependencies{
