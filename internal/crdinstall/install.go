@@ -15,12 +15,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 )
 
 // Install creates each CRD, or updates it when it exists, then waits until
-// all of them are Established and their NamesAccepted. An update keeps the
+// all of them are Established and their NamesAccepted, and until the API
+// server's discovery lists every served version's resource: Established comes
+// first, and a client whose REST mapper reads discovery in between fails with
+// "no matches for kind" (seen in CI). An update keeps the
 // caBundle a certificate rotator injected into the CRD's conversion webhook
 // when crd declares the same webhook without one (see WithWebhookConversion).
 func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
@@ -46,6 +50,38 @@ func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.C
 		})
 		if err != nil {
 			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		if err := waitDiscoverable(ctx, client.Discovery(), crd, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitDiscoverable polls the API server's discovery until every served
+// version of crd lists the CRD's plural resource.
+func waitDiscoverable(ctx context.Context, disco discovery.DiscoveryInterface, crd *apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
+	for _, version := range crd.Spec.Versions {
+		if !version.Served {
+			continue
+		}
+		groupVersion := crd.Spec.Group + "/" + version.Name
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			list, err := disco.ServerResourcesForGroupVersion(groupVersion)
+			if err != nil {
+				return false, nil //nolint:nilerr // not yet discoverable; retried until the timeout
+			}
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for %s in %s to appear in discovery: %w", crd.Spec.Names.Plural, groupVersion, err)
 		}
 	}
 	return nil
