@@ -8,6 +8,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,13 +31,19 @@ type KwokOptions struct {
 	LaunchDelay       time.Duration
 	RegistrationDelay time.Duration
 	Zones             []string
+	// InstanceTypes picks the instance types offered: ec2 (the embedded
+	// catalog, the default) or karpenter-kwok (the set Karpenter's kwok
+	// provider generates).
+	InstanceTypes string
 }
 
 // AddFlags registers the kwok provider's flags.
 func (o *KwokOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LaunchDelay, "kwok-launch-delay", 0, "how long a simulated instance launch takes")
 	fs.DurationVar(&o.RegistrationDelay, "kwok-registration-delay", 0, "how long a simulated instance takes to register as a Node (a KWOKNodeClass's spec.nodeRegistrationDelay overrides it)")
-	fs.StringSliceVar(&o.Zones, "kwok-zones", nil, "zones of the simulated instances (default us-east-1a,us-east-1b,us-east-1c)")
+	fs.StringSliceVar(&o.Zones, "kwok-zones", nil, "zones of the simulated instances of the ec2 instance types (default us-east-1a,us-east-1b,us-east-1c)")
+	fs.StringVar(&o.InstanceTypes, "kwok-instance-types", string(kwok.InstanceTypesEC2),
+		"instance types of the simulated instances: ec2 (the embedded EC2 catalog) or karpenter-kwok (the types of Karpenter's kwok provider, such as c-16x-amd64-linux in test-zone-a..d) [KWOK_INSTANCE_TYPES]")
 }
 
 // Validate checks the kwok flags.
@@ -49,11 +56,18 @@ func (o *KwokOptions) Validate() error {
 			return fmt.Errorf("--kwok-zones: empty zone name")
 		}
 	}
+	set := kwok.InstanceTypeSet(o.InstanceTypes)
+	if set != "" && !slices.Contains(kwok.InstanceTypeSets(), set) {
+		return fmt.Errorf("--kwok-instance-types %q is not supported (supported: %v)", o.InstanceTypes, kwok.InstanceTypeSets())
+	}
+	if set == kwok.InstanceTypesKarpenterKWOK && len(o.Zones) > 0 {
+		return fmt.Errorf("--kwok-zones applies to --kwok-instance-types=%s only; the %s types have the zones %v", kwok.InstanceTypesEC2, set, kwok.KarpenterKWOKZones())
+	}
 	return nil
 }
 
 func (o *KwokOptions) providerOptions() (kwok.Options, error) {
-	opts := kwok.Options{LaunchDelay: o.LaunchDelay, RegistrationDelay: o.RegistrationDelay}
+	opts := kwok.Options{LaunchDelay: o.LaunchDelay, RegistrationDelay: o.RegistrationDelay, InstanceTypes: kwok.InstanceTypeSet(o.InstanceTypes)}
 	if len(o.Zones) > 0 {
 		c := catalog.DefaultOptions()
 		c.Zones = o.Zones

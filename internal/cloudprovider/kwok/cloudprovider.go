@@ -36,7 +36,7 @@ type CloudProvider struct {
 	kubeClient client.Client
 	clock      clock.Clock
 	partition  string
-	// instanceTypes is the catalog converted once, sorted by name, all
+	// instanceTypes is the chosen set (Options.InstanceTypes), sorted by name, all
 	// offerings available. It is shared read-only; byName indexes it.
 	instanceTypes []*cloudprovider.InstanceType
 	byName        map[string]*cloudprovider.InstanceType
@@ -61,19 +61,15 @@ func New(kubeClient client.Client, clk clock.Clock, opts Options) (*CloudProvide
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("validating kwok provider options: %w", err)
 	}
-	catalogOpts := catalog.DefaultOptions()
-	if opts.Catalog != nil {
-		catalogOpts = *opts.Catalog
-	}
-	its, err := catalog.Load(catalogOpts)
+	instanceTypes, err := loadInstanceTypes(opts)
 	if err != nil {
-		return nil, fmt.Errorf("loading instance types: %w", err)
+		return nil, err
 	}
 	c := &CloudProvider{
 		kubeClient:           kubeClient,
 		clock:                clk,
 		partition:            opts.Partition,
-		instanceTypes:        ec2types.FromCatalog(its),
+		instanceTypes:        instanceTypes,
 		launchDelay:          opts.LaunchDelay,
 		registrationDelay:    opts.RegistrationDelay,
 		insufficientCapacity: opts.InsufficientCapacity,
@@ -87,6 +83,22 @@ func New(kubeClient client.Client, clk clock.Clock, opts Options) (*CloudProvide
 		c.byName[it.Name] = it
 	}
 	return c, nil
+}
+
+// loadInstanceTypes builds the set opts picks, sorted by name.
+func loadInstanceTypes(opts Options) ([]*cloudprovider.InstanceType, error) {
+	if opts.InstanceTypes == InstanceTypesKarpenterKWOK {
+		return KarpenterKWOKInstanceTypes(), nil
+	}
+	catalogOpts := catalog.DefaultOptions()
+	if opts.Catalog != nil {
+		catalogOpts = *opts.Catalog
+	}
+	its, err := catalog.Load(catalogOpts)
+	if err != nil {
+		return nil, fmt.Errorf("loading instance types: %w", err)
+	}
+	return ec2types.FromCatalog(its), nil
 }
 
 // SetLaunchDelay changes Options.LaunchDelay for the following launches.

@@ -3,6 +3,14 @@
 // against a real API server, with EC2-shaped nodes and prices from the
 // embedded catalog (internal/catalog, converted by ../ec2types).
 //
+// # Instance types
+//
+// Options.InstanceTypes picks the set offered to every NodePool. The default,
+// InstanceTypesEC2, is the EC2 catalog. InstanceTypesKarpenterKWOK is the set
+// Karpenter's kwok provider generates (c-16x-amd64-linux and the like, in
+// zones test-zone-a to test-zone-d, labelled karpenter.kwok.sh/instance-*),
+// so that NodePools and pods written for that provider launch unchanged.
+//
 // # Instances
 //
 // Create picks, among the instance types a NodeClaim allows whose

@@ -52,9 +52,13 @@ const (
 // Options configure a provider. The zero value is usable: the default
 // catalog, partition "default", no delays, no injected failures.
 type Options struct {
+	// InstanceTypes picks the set of instance types offered; "" means
+	// InstanceTypesEC2.
+	InstanceTypes InstanceTypeSet
 	// Catalog selects the EC2 catalog view (AMI family, kubelet settings,
-	// region, zones); nil means catalog.DefaultOptions(): AL2023 in
-	// us-east-1a, us-east-1b and us-east-1c.
+	// region, zones) of the InstanceTypesEC2 set; nil means
+	// catalog.DefaultOptions(): AL2023 in us-east-1a, us-east-1b and
+	// us-east-1c. Other sets have fixed zones and take no catalog options.
 	Catalog *catalog.Options
 	// Partition is the value of PartitionLabelKey on the Nodes this
 	// provider launches, and the only Nodes it reports; "" means
@@ -77,6 +81,15 @@ type Options struct {
 // validate reports every invalid field.
 func (o Options) validate() error {
 	var errs []error
+	switch o.InstanceTypes {
+	case "", InstanceTypesEC2:
+	case InstanceTypesKarpenterKWOK:
+		if o.Catalog != nil {
+			errs = append(errs, fmt.Errorf("catalog options apply to the %q instance types only, not %q", InstanceTypesEC2, o.InstanceTypes))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("instance types %q: not one of %v", o.InstanceTypes, InstanceTypeSets()))
+	}
 	if o.Partition != "" {
 		if msgs := validation.IsValidLabelValue(o.Partition); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("partition %q: %s", o.Partition, strings.Join(msgs, "; ")))
