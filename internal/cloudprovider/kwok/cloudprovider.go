@@ -196,6 +196,19 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	if err := c.kubeClient.List(ctx, claims, inPartition, client.HasLabels{RegisterAfterLabelKey}); err != nil {
 		return nil, fmt.Errorf("listing booting nodeclaims of partition %s: %w", c.partition, err)
 	}
+	if c.partition == DefaultPartition {
+		// Nodes Karpenter's kwok provider launched belong to the default
+		// partition: a cluster taken over from it keeps its nodes.
+		adopted := &corev1.NodeList{}
+		if err := c.kubeClient.List(ctx, adopted, client.HasLabels{KarpenterKWOKPartitionLabelKey}); err != nil {
+			return nil, fmt.Errorf("listing nodes launched by Karpenter's kwok provider: %w", err)
+		}
+		for _, node := range adopted.Items {
+			if _, ours := node.Labels[PartitionLabelKey]; !ours {
+				nodes.Items = append(nodes.Items, node)
+			}
+		}
+	}
 	var out []*v1.NodeClaim
 	hasNode := map[string]bool{}
 	for i := range nodes.Items {
@@ -280,9 +293,20 @@ func (c *CloudProvider) live(node *corev1.Node) error {
 	return nil
 }
 
-// owns reports whether the node was launched by a provider of c's partition.
+// owns reports whether the node was launched by a provider of c's
+// partition. Nodes that Karpenter's kwok provider launched (they carry its
+// KarpenterKWOKPartitionLabelKey and not PartitionLabelKey) belong to the
+// default partition, so that Dovetail takes over a cluster Karpenter's kwok
+// provider ran.
 func (c *CloudProvider) owns(node *corev1.Node) bool {
-	return node.Labels[PartitionLabelKey] == c.partition && node.Spec.ProviderID == ProviderIDPrefix+node.Name
+	if node.Spec.ProviderID != ProviderIDPrefix+node.Name {
+		return false
+	}
+	if partition, ok := node.Labels[PartitionLabelKey]; ok {
+		return partition == c.partition
+	}
+	_, karpenter := node.Labels[KarpenterKWOKPartitionLabelKey]
+	return karpenter && c.partition == DefaultPartition
 }
 
 // nodeName returns the Node name in a kwok provider ID.

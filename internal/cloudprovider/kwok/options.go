@@ -31,6 +31,9 @@ const (
 	// and Delete only see their own partition, so that several providers
 	// (or tests) can share a cluster.
 	PartitionLabelKey = kwokv1alpha1.Group + "/partition"
+	// KarpenterKWOKPartitionLabelKey is the label Karpenter's kwok provider
+	// puts on the Nodes it launches; such Nodes belong to DefaultPartition.
+	KarpenterKWOKPartitionLabelKey = "kwok-partition"
 	// RegisterAfterLabelKey is the label Create adds to the claim of an
 	// instance launched with a registration delay: the time, in Unix
 	// nanoseconds, at which its Node appears. The core stores the claim's
