@@ -7,8 +7,12 @@ CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
 # Generated files and the directories they live in; verify fails on any diff
 # or untracked file under these paths.
 PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
+PATHS_TO_VERIFY += charts hack/tools/helm/go.mod hack/tools/helm/go.sum hack/tools/image/go.mod hack/tools/image/go.sum
+# Helm, pinned in its own module so that its Kubernetes libraries never
+# meet the project's.
+HELM := $(GO) tool -modfile=hack/tools/helm/go.mod helm
 
-.PHONY: all build generate verify test test-unit test-race bench bench-e2e controlplane demo up clean
+.PHONY: all build generate generate-chart helm-lint image verify test test-unit test-race bench bench-e2e controlplane demo up clean
 
 all: build
 
@@ -20,6 +24,38 @@ generate: ## Regenerate deepcopy, CRDs and the embedded catalog
 	rm -f api/crds/*.yaml
 	$(CONTROLLER_GEN) crd paths=./api/karpenter/... paths=./api/aws/... paths=./api/kwok/... output:crd:artifacts:config=api/crds
 	$(GO) generate ./internal/...
+	$(MAKE) --no-print-directory generate-chart
+
+# The charts' generated parts: the CRDs copied verbatim from api/crds, and
+# the RBAC rules from the +kubebuilder:rbac markers, one file per part the
+# chart grants separately.
+RBAC_PARTS := core:./internal/controllers/...,./internal/operator kwok:./internal/cloudprovider/kwok aws:./internal/cloudprovider/aws webhook:./internal/conversion/webhook
+generate-chart: ## Regenerate the charts' CRDs and RBAC rules
+	rm -f charts/dovetail-crd/files/*.yaml
+	cp api/crds/*.yaml charts/dovetail-crd/files/
+	rm -rf charts/dovetail/files/rbac
+	@set -e; for part in $(RBAC_PARTS); do \
+	  name=$${part%%:*}; paths=$${part#*:}; args=; \
+	  for p in $${paths//,/ }; do args="$$args paths=$$p"; done; \
+	  echo "controller-gen rbac ($$name)"; \
+	  $(CONTROLLER_GEN) rbac:roleName=dovetail-$$name $$args output:rbac:artifacts:config=charts/dovetail/files/rbac/$$name; \
+	done
+
+# The controller image: a static binary on an empty base, built without a
+# container engine (hack/tools/image, go-containerregistry). The same
+# source gives the same digest.
+IMAGE_REPO ?= ghcr.io/dovetail-autoscaler/dovetail
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/dovetail/Chart.yaml)
+IMAGE_ARCH ?= amd64
+image: ## Build the controller image as an OCI layout (bin/image/oci) and a tarball (bin/image/dovetail.tar)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o bin/image/dovetail ./cmd/dovetail
+	cd hack/tools/image && $(GO) run . -arch $(IMAGE_ARCH) -binary $(CURDIR)/bin/image/dovetail \
+	  -ref $(IMAGE_REPO):$(IMAGE_TAG) -layout $(CURDIR)/bin/image/oci -tarball $(CURDIR)/bin/image/dovetail.tar
+
+helm-lint: ## Lint both charts with the pinned Helm
+	$(HELM) lint --strict charts/dovetail-crd
+	$(HELM) lint --strict charts/dovetail --set settings.clusterName=lint
+	$(HELM) lint --strict charts/dovetail --set cloudProvider=kwok
 
 verify: generate ## Fail when a generated file is stale or untracked, or code is unformatted
 	@hack/verify.sh $(PATHS_TO_VERIFY)

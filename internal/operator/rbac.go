@@ -1,0 +1,14 @@
+package operator
+
+// The operator's own permissions, generated into the chart with the
+// controllers' (charts/dovetail/files/rbac/core/role.yaml).
+
+// Events the recorder emits on NodePools, NodeClaims, Nodes and Pods.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Leader election on a Lease in the release namespace ("system" is replaced
+// by the chart). Create cannot be limited to a name.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=update;patch,resourceNames=dovetail-leader-election
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=create
