@@ -185,7 +185,7 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 		}
 		if r, ok := reqs.get(g.key); ok {
 			if val, single := r.single(); single {
-				if !s.groupAllows(v, g, s.slotOf(g.key, val)) {
+				if !s.claimAllows(c, v, g, s.slotOf(g.key, val)) {
 					return addPlan{}, false
 				}
 				continue
@@ -193,6 +193,11 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 		}
 		val, ok := s.chooseDomain(c, v, g, reqs)
 		if !ok {
+			if s.onlyCounted(g) && len(s.claimValues(c, g.key, reqs)) == 0 {
+				// Nodes of the claim never get the key: the pod is in no
+				// domain of it, and no group counts it.
+				continue
+			}
 			return addPlan{}, false
 		}
 		pinned := creqs{{key: g.key, vals: []int32{val}}}
@@ -432,9 +437,83 @@ func (s *solve) groupAllows(v *podView, g *keyGroup, slot int32) bool {
 	return true
 }
 
+// claimAllows reports whether the pod's constraints on one key admit the
+// domain in slot for claim c. When c's domain for the key is still open, the
+// pods c already holds are not counted anywhere yet; they will be counted in
+// slot the moment the claim settles there, before this pod, so they count
+// here as if they were.
+func (s *solve) claimAllows(c *claim, v *podView, g *keyGroup, slot int32) bool {
+	if _, settled := c.domain(g.key); settled || len(c.pods) == 0 {
+		return s.groupAllows(v, g, slot)
+	}
+	for _, r := range g.refs {
+		t := s.tg(r.tg)
+		switch r.role {
+		case roleSpread:
+			n := s.count(t, slot) + s.pendingOn(c, t, false)
+			if r.self {
+				n++
+			}
+			if n-s.spreadMin(v, t) > t.maxSkew {
+				return false
+			}
+		case roleAffinity:
+			if s.count(t, slot)+s.pendingOn(c, t, false) == 0 && !(r.self && !s.affinityExists(v, t)) {
+				return false
+			}
+		case roleInverse:
+			if s.ownerCount(t, slot)+s.pendingOn(c, t, true) > 0 {
+				return false
+			}
+		default:
+			if !s.allows(v, r, t, slot) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pendingOn counts the pods on claim c that group t selects (or, for owner,
+// whose required anti-affinity it is) and that are not counted yet because
+// c's domain for t's key is open.
+func (s *solve) pendingOn(c *claim, t *tg, owner bool) int32 {
+	if _, ok := s.claimSlot(c, t); ok {
+		return 0
+	}
+	if t.kind == tgSpread && !owner && !s.claimPassesFilter(t, c) {
+		return 0
+	}
+	n := int32(0)
+	for _, q := range c.pods {
+		ids := q.sig.selectedBy
+		if owner {
+			ids = q.sig.ownsAnti
+		}
+		if slices.Contains(ids, t.id) {
+			n++
+		}
+	}
+	return n
+}
+
+// onlyCounted reports whether the pod has no constraint of its own on the
+// group's key, only groups that count it.
+func (s *solve) onlyCounted(g *keyGroup) bool {
+	for _, r := range g.refs {
+		if r.role != roleCounted {
+			return false
+		}
+	}
+	return true
+}
+
 // chooseDomain picks the value of key for a claim whose domain is open: among
-// the values the claim and the pod allow and every constraint admits, the one
-// with the fewest pods of the first spread constraint, then the first by name.
+// the values the claim and the pod allow and every constraint admits (the
+// claim's own pods counted, see claimAllows), the one with the fewest pods of
+// the first spread constraint (the pod's own, else the first that counts
+// it), then the cheapest for the claim, then for zones the one this solve has
+// put the fewest pods in, then the first by name.
 func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int32, bool) {
 	var spread *tg
 	for _, r := range g.refs {
@@ -443,24 +522,37 @@ func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int
 			break
 		}
 	}
-	best, bestCount, bestPrice, found := int32(0), int32(math.MaxInt32), math.Inf(1), false
+	if spread == nil {
+		for _, r := range g.refs {
+			if t := s.tg(r.tg); r.role == roleCounted && t.kind == tgSpread {
+				spread = t
+				break
+			}
+		}
+	}
+	pending := int32(0)
+	if spread != nil {
+		pending = s.pendingOn(c, spread, false)
+	}
+	best, bestCount, bestPrice, bestLoad, found := int32(0), int32(math.MaxInt32), math.Inf(1), int32(math.MaxInt32), false
 	rep := -1
 	for _, val := range s.claimValues(c, g.key, reqs) {
 		if !s.domainAllowed(v, g.key, val) {
 			continue
 		}
 		slot := s.slotOf(g.key, val)
-		if !s.groupAllows(v, g, slot) {
+		if !s.claimAllows(c, v, g, slot) {
 			continue
 		}
 		count := int32(0)
 		if spread != nil {
-			count = s.count(spread, slot)
+			count = s.count(spread, slot) + pending
 		}
 		if found && count > bestCount {
 			continue
 		}
-		// Among equally good domains, take the one where the claim is cheapest.
+		// Among equally good domains, take the one where the claim is
+		// cheapest, then the emptiest zone.
 		price := 0.0
 		if g.key == s.m.zoneKey || g.key == s.m.ctKey {
 			if rep < 0 {
@@ -468,11 +560,21 @@ func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int
 			}
 			price = s.priceWhere(c, rep, g.key, val)
 		}
-		if !found || count < bestCount || price < bestPrice {
-			best, bestCount, bestPrice, found = val, count, price, true
+		load := s.zoneLoadOf(g.key, slot)
+		if !found || count < bestCount || price < bestPrice || price == bestPrice && load < bestLoad {
+			best, bestCount, bestPrice, bestLoad, found = val, count, price, load, true
 		}
 	}
 	return best, found
+}
+
+// zoneLoadOf is how many pods this solve has put in the zone in slot (0 for
+// other keys).
+func (s *solve) zoneLoadOf(key, slot int32) int32 {
+	if key != s.m.zoneKey || int(slot) >= len(s.zoneLoad) {
+		return 0
+	}
+	return s.zoneLoad[slot]
 }
 
 // representative is the type whose price stands for the claim's when

@@ -84,6 +84,7 @@ func (s *solve) addSlack(slack resources.Vector, sign int64) {
 
 // placed takes a placed pod out of the pending demand.
 func (s *solve) placed(pi *podInfo) {
+	s.sequence = append(s.sequence, pi)
 	s.demand.Sub(pi.req)
 	if left := s.sigLeft[pi.sig]; left != nil {
 		left.Sub(pi.req)
@@ -144,6 +145,17 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 		s.settle(c, r.key)
 	}
 	c.pods = append(c.pods, pi)
+	if z, ok := c.domain(s.m.zoneKey); ok {
+		added := int32(1)
+		if o, had := old.get(s.m.zoneKey); !had || !isSingle(o) {
+			added = int32(len(c.pods))
+		}
+		slot := s.slotOf(s.m.zoneKey, z)
+		if int(slot) >= len(s.zoneLoad) {
+			s.zoneLoad = append(s.zoneLoad, make([]int32, int(slot)+1-len(s.zoneLoad))...)
+		}
+		s.zoneLoad[slot] += added
+	}
 	if len(v.sig.ports) > 0 {
 		c.ports = append(slices.Clone(c.ports), v.sig.ports...)
 	}
@@ -151,6 +163,11 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	s.index(c)
 	s.reserve(c)
 	pi.node = -1
+}
+
+func isSingle(r *creq) bool {
+	_, ok := r.single()
+	return ok
 }
 
 // settle counts the claim's pods into the groups on key now that the claim's

@@ -42,6 +42,11 @@ func (s *solve) plan(pods, failed []*podInfo) *Plan {
 		}
 		out.NewNodeClaims = append(out.NewNodeClaims, nc)
 	}
+	for _, pi := range s.sequence {
+		if pi.invalid == "" {
+			out.Sequence = append(out.Sequence, pi.pod)
+		}
+	}
 	slices.SortStableFunc(failed, func(a, b *podInfo) int { return cmp.Compare(a.order, b.order) })
 	for _, pi := range failed {
 		reason := ""

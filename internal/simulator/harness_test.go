@@ -22,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/replay"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -337,6 +338,15 @@ func verifyPlan(t *testing.T, snap *simulator.Snapshot, opts simulator.Options, 
 	for i, c := range plan.NewNodeClaims {
 		verifyClaim(t, i, c, max, snap)
 	}
+	pr, err := replay.Materialize(t.Name(), snap, req, plan)
+	if err != nil {
+		t.Errorf("materialising the plan: %v", err)
+		return
+	}
+	if f := checkFidelity(pr, plan.Cost()); !f.ok() {
+		t.Errorf("plan fails the in-order replay: %s\n%s", f, dump(plan))
+	}
+	dumpProblem(t, pr)
 }
 
 func add(dst, src corev1.ResourceList) {

@@ -129,8 +129,10 @@ func (s *solve) allows(v *podView, r tgRef, t *tg, slot int32) bool {
 		return r.self && !s.affinityExists(v, t)
 	case roleAnti:
 		return s.count(t, slot) == 0 && !s.floatingBlocks(t, slot)
-	default: // roleInverse
+	case roleInverse:
 		return s.ownerCount(t, slot) == 0
+	default: // roleCounted: no constraint of the pod's own
+		return true
 	}
 }
 

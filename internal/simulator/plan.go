@@ -22,6 +22,11 @@ type Plan struct {
 	NewNodeClaims []*NewNodeClaim
 	// Unschedulable are pods that fit nowhere, with the reason.
 	Unschedulable []Unschedulable
+	// Sequence is every placed pod (of Placements and NewNodeClaims) in the
+	// order the solve placed it. Binding the pods in this order, each to its
+	// planned node, meets every pod's topology constraints at the moment it
+	// binds; a replay that checks a plan against the kube-scheduler uses it.
+	Sequence []*corev1.Pod
 }
 
 // Placement nominates a pod to an existing or in-flight node.

@@ -30,6 +30,8 @@ type solve struct {
 	nodeGone  []bool
 	nodeAvoid []bool
 	nodePods  [][]*podInfo // pods placed by this solve
+	sequence  []*podInfo   // pods in the order they were placed
+	zoneLoad  []int32      // pods this solve put in each zone slot (on claims)
 
 	counts         [][]int32 // per group; nil: the model's
 	owners         [][]int32

@@ -42,6 +42,7 @@ const (
 	roleAffinity             // the pod's pod-affinity term
 	roleAnti                 // the pod's pod-anti-affinity term
 	roleInverse              // another pod's required anti-affinity selects this pod
+	roleCounted              // a group on a key other than the hostname counts the pod
 )
 
 type tgRef struct {
@@ -153,6 +154,15 @@ func (m *Model) buildView(sig *podSig, level int, vals *interner, groups []*tg, 
 				return m.tgs[id]
 			}
 			return groups[id-base]
+		}
+	}
+	// A group on a zone-like key that counts the pod makes the pod's domain
+	// matter to other pods: a claim that takes the pod settles that domain
+	// at once, so the pod is counted where it lands from the moment it is
+	// placed, never later (see solve.chooseDomain).
+	for _, id := range sig.selectedBy {
+		if t := groupOf(id); !t.hostname && !slices.ContainsFunc(refs, func(r tgRef) bool { return r.tg == id }) {
+			refs = append(refs, tgRef{tg: id, role: roleCounted, self: true})
 		}
 	}
 	for _, r := range refs {
