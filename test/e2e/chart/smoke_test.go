@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,12 +184,15 @@ func deployment(ns, name string, replicas int32, cpu string) *appsv1.Deployment 
 // scale sets the Deployment's replicas.
 func scale(t *testing.T, ns, name string, replicas int32) {
 	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Replicas = ptr.To(replicas)
-	if err := kube.Update(context.Background(), d); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(replicas)
+		return kube.Update(context.Background(), d)
+	})
+	if err != nil {
 		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
 	}
 }
