@@ -4,9 +4,12 @@
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
 CONTROLLER_GEN := $(GO) tool -modfile=hack/tools/go.mod controller-gen
+# golangci-lint has its own modfile: its dependencies must not move the
+# versions controller-gen or the project build with.
+GOLANGCI_LINT := bin/golangci-lint
 # Generated files and the directories they live in; verify fails on any diff
 # or untracked file under these paths.
-PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
+PATHS_TO_VERIFY := api internal/catalog go.mod go.sum hack/tools/go.mod hack/tools/go.sum hack/tools/lint/go.mod hack/tools/lint/go.sum hack/controlplane/go.mod hack/controlplane/go.sum
 PATHS_TO_VERIFY += charts hack/tools/helm/go.mod hack/tools/helm/go.sum hack/tools/image/go.mod hack/tools/image/go.sum
 # Helm, pinned in its own module so that its Kubernetes libraries never
 # meet the project's.
@@ -57,8 +60,14 @@ helm-lint: ## Lint both charts with the pinned Helm
 	$(HELM) lint --strict charts/dovetail --set settings.clusterName=lint
 	$(HELM) lint --strict charts/dovetail --set cloudProvider=kwok
 
-verify: generate ## Fail when a generated file is stale or untracked, or code is unformatted
+verify: generate lint ## Fail when a generated file is stale or untracked, code is unformatted, or the linter finds something
 	@hack/verify.sh $(PATHS_TO_VERIFY)
+
+$(GOLANGCI_LINT): hack/tools/lint/go.mod hack/tools/lint/go.sum
+	$(GO) build -modfile=hack/tools/lint/go.mod -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with .golangci.yaml over every package
+	$(GOLANGCI_LINT) run ./...
 
 controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok into bin/
 	hack/build-controlplane.sh

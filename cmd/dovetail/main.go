@@ -5,10 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cli"
 )

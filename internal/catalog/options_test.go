@@ -191,7 +191,7 @@ func TestOptionsAreNotRetained(t *testing.T) {
 	opts.Zones[0] = "us-east-1z"
 	size.Add(resource.MustParse("1Gi"))
 	for _, it := range its {
-		if it.Offerings != nil && it.Offerings[0].Zone != "us-east-1a" {
+		if len(it.Offerings) > 0 && it.Offerings[0].Zone != "us-east-1a" {
 			t.Fatalf("%s: first offering in %s, want us-east-1a", it.Name, it.Offerings[0].Zone)
 		}
 		if q := it.Capacity["ephemeral-storage"]; show(q) != "30Gi" {

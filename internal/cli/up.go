@@ -3,9 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"os"
 	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/spf13/cobra"
 

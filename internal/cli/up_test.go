@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 func TestUpRejectsBadFlags(t *testing.T) {

@@ -53,7 +53,7 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 func (p *process) exitErr() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.name, p.waitErr, p.logPath, p.logTail(20))
+		return fmt.Errorf("%s exited (%w); last lines of %s:\n%s", p.name, p.waitErr, p.logPath, p.logTail(20))
 	default:
 		return nil
 	}

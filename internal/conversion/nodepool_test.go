@@ -1,9 +1,10 @@
 package conversion
 
 import (
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"

@@ -182,7 +182,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	clk := clock.RealClock{}
 	return &Operator{
 		Options: opts, Logger: logger, Clock: clk, Scheme: scheme, RESTConfig: restConfig, Manager: mgr,
-		KubeClient: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorderFor("dovetail"), clk),
+		KubeClient: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorderFor("dovetail"), clk), //nolint:staticcheck // core/v1 Events, where Karpenter records them and where users' alerts look
 		Metrics: m, Registry: registry, Webhook: conversionWebhook,
 	}, nil
 }

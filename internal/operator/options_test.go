@@ -19,7 +19,10 @@ func parse(t *testing.T, args []string, env map[string]string) (*Options, error)
 	if err := ApplyEnvironment(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		return nil, err
 	}
-	return o, o.Validate()
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
 }
 
 func TestOptionsFromFlagsAndEnvironment(t *testing.T) {

@@ -86,11 +86,11 @@ func (p ConsolidationPolicy) Canonical() ConsolidationPolicy {
 type DisruptionReason string
 
 const (
-	// DisruptionReasonUnderutilized: the node's pods fit elsewhere or on a cheaper node.
+	// DisruptionReasonUnderutilized means the node's pods fit elsewhere or on a cheaper node.
 	DisruptionReasonUnderutilized DisruptionReason = "Underutilized"
-	// DisruptionReasonEmpty: the node runs no workload pods.
+	// DisruptionReasonEmpty means the node runs no workload pods.
 	DisruptionReasonEmpty DisruptionReason = "Empty"
-	// DisruptionReasonDrifted: the node no longer matches its NodePool or NodeClass.
+	// DisruptionReasonDrifted means the node no longer matches its NodePool or NodeClass.
 	DisruptionReasonDrifted DisruptionReason = "Drifted"
 	// DisruptionReasonExpired is the v1 document's reason for expiry. It is accepted
 	// in budgets; expiration itself is forceful and not budgeted, as in Karpenter v1.

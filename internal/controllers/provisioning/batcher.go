@@ -18,8 +18,8 @@ type Batcher struct {
 }
 
 // NewBatcher returns a Batcher with the given idle and max windows.
-func NewBatcher(clk clock.Clock, idle, max time.Duration) *Batcher {
-	return &Batcher{clock: clk, idle: idle, max: max, trigger: make(chan struct{}, 1)}
+func NewBatcher(clk clock.Clock, idle, maxWindow time.Duration) *Batcher {
+	return &Batcher{clock: clk, idle: idle, max: maxWindow, trigger: make(chan struct{}, 1)}
 }
 
 // Trigger asks for a batch. It never blocks.
@@ -65,9 +65,9 @@ func (b *Batcher) Wait(ctx context.Context, poll time.Duration) bool {
 
 // batchEnd is when a batch that opened at start and was last triggered at
 // last closes: one idle window after the last trigger, at most max after start.
-func batchEnd(start, last time.Time, idle, max time.Duration) time.Time {
+func batchEnd(start, last time.Time, idle, maxWindow time.Duration) time.Time {
 	end := last.Add(idle)
-	if limit := start.Add(max); limit.Before(end) {
+	if limit := start.Add(maxWindow); limit.Before(end) {
 		return limit
 	}
 	return end

@@ -3,8 +3,9 @@ package termination
 import (
 	"context"
 	"fmt"
-	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"time"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"

@@ -210,5 +210,8 @@ func yamlToMap(data []byte) (map[string]any, error) {
 		return nil, err
 	}
 	m := map[string]any{}
-	return m, utiljson.Unmarshal(j, &m)
+	if err := utiljson.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

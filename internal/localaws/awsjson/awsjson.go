@@ -11,6 +11,7 @@ package awsjson
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -76,7 +77,7 @@ type AuthFailure struct {
 func Authenticate(r *http.Request, service, region string) *AuthFailure {
 	cred, err := sigv4.Parse(r)
 	switch {
-	case err == sigv4.ErrMissing:
+	case errors.Is(err, sigv4.ErrMissing):
 		return &AuthFailure{Code: "MissingAuthenticationToken", Message: "Request is missing Authentication Token"}
 	case err != nil:
 		return &AuthFailure{Code: "IncompleteSignature", Message: err.Error()}

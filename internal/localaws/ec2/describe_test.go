@@ -36,15 +36,15 @@ func TestAuthAndProtocolErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := e.raw(t, tt.form, tt.signed)
-			if resp.StatusCode != tt.wantStatus || !strings.Contains(body, "<Code>"+tt.wantCode+"</Code>") || !strings.Contains(body, "<RequestID>") {
-				t.Errorf("got %d %s, want %d %s", resp.StatusCode, body, tt.wantStatus, tt.wantCode)
+			status, body := e.raw(t, tt.form, tt.signed)
+			if status != tt.wantStatus || !strings.Contains(body, "<Code>"+tt.wantCode+"</Code>") || !strings.Contains(body, "<RequestID>") {
+				t.Errorf("got %d %s, want %d %s", status, body, tt.wantStatus, tt.wantCode)
 			}
 		})
 	}
-	resp, body := e.raw(t, url.Values{"Action": {"DescribeSubnets"}, "Version": {APIVersion}}, true)
-	if resp.StatusCode != 200 || !strings.Contains(body, `<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>`) {
-		t.Errorf("signed DescribeSubnets: %d %s", resp.StatusCode, body)
+	status, body := e.raw(t, url.Values{"Action": {"DescribeSubnets"}, "Version": {APIVersion}}, true)
+	if status != 200 || !strings.Contains(body, `<DescribeSubnetsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>`) {
+		t.Errorf("signed DescribeSubnets: %d %s", status, body)
 	}
 	// Missing parameters name the parameter.
 	_, body = e.raw(t, url.Values{"Action": {"CreateLaunchTemplate"}}, true)

@@ -3,7 +3,7 @@ package ec2
 import (
 	"context"
 	"errors"
-	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -119,7 +121,7 @@ func code(t *testing.T, err error) string {
 }
 
 // raw posts a hand-made EC2 Query request, signed (a well-formed scope) or not.
-func (e *env) raw(t *testing.T, form url.Values, signed bool) (*http.Response, string) {
+func (e *env) raw(t *testing.T, form url.Values, signed bool) (status int, body string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, e.url, strings.NewReader(form.Encode()))
 	must(t, err)
@@ -130,16 +132,9 @@ func (e *env) raw(t *testing.T, form url.Values, signed bool) (*http.Response, s
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp, b.String()
+	raw, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, string(raw)
 }
 
 // filter builds an SDK filter.

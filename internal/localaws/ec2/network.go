@@ -102,7 +102,7 @@ func (s *Service) VPCs() []VPC {
 func (s *Service) AddSubnet(sn Subnet) (Subnet, error) {
 	prefix, err := netip.ParsePrefix(sn.CIDR)
 	if err != nil || !prefix.Addr().Is4() {
-		return Subnet{}, fmt.Errorf("adding subnet %q: CIDR %q is not an IPv4 block: %v", sn.ID, sn.CIDR, err)
+		return Subnet{}, fmt.Errorf("adding subnet %q: CIDR %q is not an IPv4 block (%v)", sn.ID, sn.CIDR, err) //nolint:errorlint // err is nil when the block is IPv6; the message, not the chain, matters
 	}
 	if prefix.Bits() > 28 || prefix.Bits() < 16 {
 		return Subnet{}, fmt.Errorf("adding subnet %q: CIDR %s: EC2 subnets are /16 to /28", sn.ID, sn.CIDR)

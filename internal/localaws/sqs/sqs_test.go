@@ -76,7 +76,7 @@ func TestSendReceiveDelete(t *testing.T) {
 	}
 	clk.Step(time.Second)
 	out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 20,
-		AttributeNames: []types.QueueAttributeName{"SentTimestamp"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"ApproximateReceiveCount"}, MessageAttributeNames: []string{"All"}})
+		AttributeNames: []types.QueueAttributeName{"SentTimestamp"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"ApproximateReceiveCount"}, MessageAttributeNames: []string{"All"}}) //nolint:staticcheck // the legacy AttributeNames parameter, which older clients still send, must keep working
 	if err != nil || len(out.Messages) != 1 {
 		t.Fatalf("ReceiveMessage = %+v, %v", out, err)
 	}
@@ -114,7 +114,7 @@ func TestVisibilityTimeout(t *testing.T) {
 	}
 	receive := func(vis int32) []types.Message {
 		t.Helper()
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: vis, AttributeNames: []types.QueueAttributeName{"All"}})
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: vis, AttributeNames: []types.QueueAttributeName{"All"}}) //nolint:staticcheck // the legacy AttributeNames parameter, which older clients still send, must keep working
 		if err != nil {
 			t.Fatalf("ReceiveMessage: %v", err)
 		}

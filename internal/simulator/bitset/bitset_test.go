@@ -50,11 +50,12 @@ func TestSet(t *testing.T) {
 			if !c.Equal(full) {
 				t.Errorf("Or did not restore the full set")
 			}
-			if want := -1; len(tc.elements) > 0 {
+			want := -1 // no common element
+			if len(tc.elements) > 0 {
 				want = tc.elements[0]
-				if got := FirstAnd(s, full); got != want {
-					t.Errorf("FirstAnd = %d, want %d", got, want)
-				}
+			}
+			if got := FirstAnd(s, full); got != want {
+				t.Errorf("FirstAnd = %d, want %d", got, want)
 			}
 		})
 	}

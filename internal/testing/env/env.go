@@ -8,6 +8,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -69,7 +70,7 @@ func Start(ctx context.Context, profile controlplane.Profile) (*Environment, err
 	}
 	e, err := newEnvironment(ctx, cp)
 	if err != nil {
-		return nil, fmt.Errorf("%w (stop: %v)", err, cp.Stop())
+		return nil, errors.Join(err, cp.Stop())
 	}
 	return e, nil
 }

@@ -116,7 +116,7 @@ func TestDaemonSetWithLimitRangeDefaultsLaunchesOneNode(t *testing.T) {
 		}
 		select {
 		case <-window.Done():
-		case <-time.After(250 * time.Millisecond): //nolint:forbidigo // sampling that something does NOT happen over a window
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	created, deleted := claims.created(), claims.deleted()

@@ -161,7 +161,7 @@ func expectNodesStay(t *testing.T, w *nodewatch.Disruptions, d time.Duration, no
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond): //nolint:forbidigo // sampling that something does NOT happen over a window
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
@@ -231,7 +231,7 @@ func settle(t *testing.T, pool string, timeout time.Duration) {
 		}
 		names := slices.Sorted(maps.Keys(poolNodes(t, pool)))
 		key := fmt.Sprint(ok, names)
-		now := time.Now() //nolint:forbidigo // the controller runs on the real clock; the test measures a quiet stretch of it
+		now := time.Now()
 		if key != last {
 			last, since = key, now
 		}

@@ -64,7 +64,7 @@ func TestNewAMIDriftsNodesWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(nc.DeepCopy())
-	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, "test.dovetail.dev/refresh", time.Now().Format(time.RFC3339Nano)) //nolint:forbidigo // a unique value
+	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, "test.dovetail.dev/refresh", time.Now().Format(time.RFC3339Nano))
 	if err := cluster.Client.Patch(context.Background(), nc, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func watchDrifted(t *testing.T, pool string) *driftedWatch {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond): //nolint:forbidigo // polling a condition that may be short-lived
+			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}()

@@ -76,7 +76,7 @@ func (p *controllerProcess) stop(b *testing.B) usage {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(30 * time.Second): //nolint:forbidigo // bounding a child's shutdown, not waiting for a condition
+	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}

@@ -70,7 +70,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 	t.Logf("interrupting %s (%s, NodeClaim %s, node %s with pods %v)", inst.ID, reclaimed, nc.Name, node.Name, moved)
 
 	availability.Record()
-	warned := time.Now() //nolint:forbidigo // measuring against the reclaim
+	warned := time.Now()
 	if err := cluster.AWS.SendSpotInterruption(inst.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 				}
 				for _, n := range nodes {
 					if !beforeNodes[n.Name] && nodeReady(&n) {
-						replacementReady, replacement = time.Since(warned), n.Name //nolint:forbidigo // measuring
+						replacementReady, replacement = time.Since(warned), n.Name
 						break
 					}
 				}
@@ -105,7 +105,7 @@ func TestSpotInterruptionMovesPodsWithinPDBBeforeReclaim(t *testing.T) {
 					}
 				}
 				if ok {
-					podsMoved = time.Since(warned) //nolint:forbidigo // measuring
+					podsMoved = time.Since(warned)
 				}
 			}
 			return replacementReady > 0 && podsMoved > 0, nil

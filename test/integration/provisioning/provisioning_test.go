@@ -53,7 +53,7 @@ func newHarness(t *testing.T, types ...*cloudprovider.InstanceType) *harness {
 				return err
 			}
 		}
-		recorder := events.NewRecorder(mgr.GetEventRecorderFor("dovetail-test"), clock.RealClock{})
+		recorder := events.NewRecorder(mgr.GetEventRecorderFor("dovetail-test"), clock.RealClock{}) //nolint:staticcheck // the operator's core/v1 recorder
 		h.provisioner = provisioning.NewProvisioner(clock.RealClock{}, mgr.GetClient(), cluster, cp, recorder, m,
 			provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second})
 		return nil

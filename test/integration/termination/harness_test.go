@@ -2,13 +2,14 @@ package termination_test
 
 import (
 	"context"
-	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"

@@ -2,11 +2,12 @@ package instancetype
 
 import (
 	"context"
-	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"

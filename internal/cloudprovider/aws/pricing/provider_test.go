@@ -43,7 +43,9 @@ func (f *fakePricing) GetProducts(_ context.Context, in *pricing.GetProductsInpu
 	pages := f.pages[aws.ToString(in.Filters[len(in.Filters)-1].Value)]
 	i := 0
 	if in.NextToken != nil {
-		fmt.Sscanf(*in.NextToken, "%d", &i)
+		if _, err := fmt.Sscanf(*in.NextToken, "%d", &i); err != nil {
+			return nil, fmt.Errorf("bad NextToken %q: %w", *in.NextToken, err)
+		}
 	}
 	if i >= len(pages) {
 		return &pricing.GetProductsOutput{}, nil
@@ -73,7 +75,9 @@ func (f *fakeEC2) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSp
 	}
 	i := 0
 	if in.NextToken != nil {
-		fmt.Sscanf(*in.NextToken, "%d", &i)
+		if _, err := fmt.Sscanf(*in.NextToken, "%d", &i); err != nil {
+			return nil, fmt.Errorf("bad NextToken %q: %w", *in.NextToken, err)
+		}
 	}
 	if i >= len(f.pages) {
 		return &ec2.DescribeSpotPriceHistoryOutput{}, nil
