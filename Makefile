@@ -26,6 +26,7 @@ generate: ## Regenerate deepcopy, CRDs and the embedded catalog
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	rm -f api/crds/*.yaml
 	$(CONTROLLER_GEN) crd paths=./api/karpenter/... paths=./api/aws/... paths=./api/kwok/... output:crd:artifacts:config=api/crds
+	$(GO) run ./hack/crdpatch -dir api/crds
 	$(GO) generate ./internal/...
 	$(MAKE) --no-print-directory generate-chart
 

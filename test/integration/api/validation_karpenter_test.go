@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const baseNodePool = `
@@ -92,6 +93,32 @@ func TestBaseObjectsAreValid(t *testing.T) {
 	}
 }
 
+// TestRestrictionsStayOnNodePools checks what the NodePool-only rules must
+// not reject: a NodeClaim made by the provisioner requires its own
+// karpenter.sh/nodepool, and template labels may have any valid value,
+// including the empty one.
+func TestRestrictionsStayOnNodePools(t *testing.T) {
+	claim := object(t, baseNodeClaim)
+	claim.SetName(uniqueName(t, "claim"))
+	requirements, _, _ := unstructured.NestedSlice(claim.Object, "spec", "requirements")
+	requirements = append(requirements, map[string]any{"key": "karpenter.sh/nodepool", "operator": "In", "values": []any{"default"}})
+	if err := unstructured.SetNestedSlice(claim.Object, requirements, "spec", "requirements"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dryRunCreate(claim); err != nil {
+		t.Errorf("NodeClaim requiring karpenter.sh/nodepool rejected: %v", err)
+	}
+	pool := object(t, baseNodePool)
+	pool.SetName(uniqueName(t, "labels"))
+	labels := map[string]any{"team": "", "tier": "a.b-c_D9", "long": strings.Repeat("a", 63)}
+	if err := unstructured.SetNestedMap(pool.Object, labels, "spec", "template", "metadata", "labels"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dryRunCreate(pool); err != nil {
+		t.Errorf("NodePool with valid label values rejected: %v", err)
+	}
+}
+
 func TestInvalidNodePools(t *testing.T) {
 	const tmpl = "spec.template.spec."
 	const req0 = tmpl + "requirements[0]"
@@ -132,6 +159,10 @@ func TestInvalidNodePools(t *testing.T) {
 		"hostname label":                   {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"kubernetes.io/hostname": "x"})}, "spec.template.metadata.labels", `label "kubernetes.io/hostname" is restricted`},
 		"kubernetes.io label":              {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"kubernetes.io/team": "x"})}, "spec.template.metadata.labels", `label domain "kubernetes.io" is restricted`},
 		"karpenter.sh label":               {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"karpenter.sh/team": "x"})}, "spec.template.metadata.labels", `label domain "karpenter.sh" is restricted`},
+		"nodepool requirement":             {baseNodePool, []mutation{set(req0+".key", "karpenter.sh/nodepool")}, req0 + ".key", `label "karpenter.sh/nodepool" is restricted`},
+		"label value too long":             {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"team": strings.Repeat("a", 64)})}, "spec.template.metadata.labels.team", "Too long"},
+		"label value with spaces":          {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"team": "a b"})}, "spec.template.metadata.labels.team", "should match"},
+		"label value ending in a dash":     {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"team": "a-"})}, "spec.template.metadata.labels.team", "should match"},
 		"label key with spaces":            {baseNodePool, []mutation{set("spec.template.metadata.labels", map[string]any{"my team": "x"})}, "spec.template.metadata.labels", "label keys must be qualified names"},
 		"weight zero":                      {baseNodePool, []mutation{set("spec.weight", 0)}, "spec.weight", "greater than or equal to 1"},
 		"weight above 100":                 {baseNodePool, []mutation{set("spec.weight", 101)}, "spec.weight", "less than or equal to 100"},
@@ -184,6 +215,8 @@ func TestInvalidV1beta1NodePools(t *testing.T) {
 		"consolidateAfter with WhenUnderutilized": {baseNodePoolV1beta1, []mutation{set("spec.disruption.consolidateAfter", "30s"), set("spec.disruption.consolidationPolicy", "WhenUnderutilized")}, "spec.disruption", "consolidateAfter cannot be combined with consolidationPolicy=WhenUnderutilized"},
 		"WhenEmpty without consolidateAfter":      {baseNodePoolV1beta1, []mutation{set("spec.disruption.consolidationPolicy", "WhenEmpty")}, "spec.disruption", "consolidateAfter must be specified with consolidationPolicy=WhenEmpty"},
 		"missing nodeClassRef name":               {baseNodePoolV1beta1, []mutation{del("spec.template.spec.nodeClassRef.name")}, "spec.template.spec.nodeClassRef.name", "Required value"},
+		"nodepool requirement":                    {baseNodePoolV1beta1, []mutation{set("spec.template.spec.requirements", yamlValue(t, "[{key: karpenter.sh/nodepool, operator: In, values: [a]}]"))}, "spec.template.spec.requirements[0].key", `label "karpenter.sh/nodepool" is restricted`},
+		"label value with spaces":                 {baseNodePoolV1beta1, []mutation{set("spec.template.metadata.labels", map[string]any{"team": "a b"})}, "spec.template.metadata.labels.team", "should match"},
 		"WhenEmptyOrUnderutilized is v1 only":     {baseNodePoolV1beta1, []mutation{set("spec.disruption.consolidationPolicy", "WhenEmptyOrUnderutilized")}, "spec.disruption.consolidationPolicy", "Unsupported value"},
 	})
 }
