@@ -51,7 +51,21 @@ type Cluster struct {
 	// planned holds, per NodeClaim name, the pods it was launched for, so
 	// that registration can nominate them onto its node.
 	planned map[string][]types.NamespacedName
+	// waitingOn holds, per pod the latest provisioning pass planned onto a
+	// machine (by Node or NodeClaim name) and that has not bound since,
+	// that machine's name. Such a machine counts as nominated for as long
+	// as the pod waits, however long the kube-scheduler takes to bind it:
+	// removing it would send the pod back to provisioning for a new node.
+	waitingOn map[podKey]string
+	// waiting holds the pods the model has seen unbound, not terminal and
+	// not being deleted; only they make a machine count as nominated.
+	waiting map[podKey]bool
 }
+
+// waitingHold is how far past the reading's clock a machine that holds
+// waiting pods is reported nominated: long enough for a caller's own later
+// clock reading to still fall inside it.
+const waitingHold = time.Minute
 
 // stateEntry is the stored form of a StateNode.
 type stateEntry struct {
@@ -74,6 +88,8 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		marked:        map[string]bool{},
 		nominated:     map[string]time.Time{},
 		planned:       map[string][]types.NamespacedName{},
+		waitingOn:     map[podKey]string{},
+		waiting:       map[podKey]bool{},
 	}
 }
 
@@ -110,6 +126,7 @@ func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nominated, name)
+	c.forgetWaitingOn(name)
 	id, ok := c.nodeNames[name]
 	if !ok {
 		return
@@ -146,6 +163,7 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	// the model never held the claim.
 	delete(c.planned, name)
 	delete(c.nominated, name)
+	c.forgetWaitingOn(name)
 	id, ok := c.claimNames[name]
 	if !ok {
 		return
@@ -168,7 +186,14 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	defer c.mu.Unlock()
 	key := keyOf(pod)
 	c.unbind(key)
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || terminal {
+		delete(c.waitingOn, key)
+		delete(c.waiting, key)
+	} else {
+		c.waiting[key] = true
+	}
+	if terminal {
 		return
 	}
 	node := pod.Spec.NodeName
@@ -192,6 +217,8 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbind(key)
+	delete(c.waitingOn, key)
+	delete(c.waiting, key)
 }
 
 // UpdateDaemonSet records a daemonset. Only informers call it.
@@ -308,7 +335,50 @@ func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim) time.Time 
 			until = t
 		}
 	}
+	if c.holdsWaitingPods(node, nc) {
+		if t := c.clock.Now().Add(waitingHold); t.After(until) {
+			until = t
+		}
+	}
 	return until
+}
+
+// holdsWaitingPods reports whether a pod planned onto the machine with this
+// Node and NodeClaim (either may be nil) still waits to bind. Callers hold
+// the lock.
+func (c *Cluster) holdsWaitingPods(node *corev1.Node, nc *v1.NodeClaim) bool {
+	for key, name := range c.waitingOn {
+		if c.waiting[key] && ((node != nil && name == node.Name) || (nc != nil && name == nc.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetWaitingOn drops the pods waiting on a machine name that is gone: a
+// NodeClaim or Node deleted, so that they count nowhere until the next
+// provisioning pass plans them again. Callers hold the lock.
+func (c *Cluster) forgetWaitingOn(name string) {
+	maps.DeleteFunc(c.waitingOn, func(_ podKey, on string) bool { return on == name })
+}
+
+// PlanPods records that the latest provisioning pass planned these pending
+// pods onto the machine of that Node or NodeClaim name, replacing where an
+// earlier pass had planned them. Until a pod binds, is deleted or finishes,
+// or the machine goes, the machine counts as nominated (StateNode.NominatedUntil),
+// so that disruption does not remove a node that pods are waiting for while
+// the kube-scheduler is slow to bind them. An empty name forgets the pods'
+// plan (the pass could not place them).
+func (c *Cluster) PlanPods(name string, pods []types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range pods {
+		if name == "" {
+			delete(c.waitingOn, key)
+			continue
+		}
+		c.waitingOn[key] = name
+	}
 }
 
 // RecordPlannedPods remembers which pods a new NodeClaim was launched for.

@@ -261,10 +261,15 @@ func (p *Provisioner) addVolumesAndNamespaces(ctx context.Context, snapshot *sim
 func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools map[string]*v1.NodePool) error {
 	logger := log.FromContext(ctx)
 	window := p.opts.NominationWindow()
+	// Pods planned onto a machine keep it nominated until they bind (or it
+	// goes), not only for the window: a slow kube-scheduler must not let
+	// disruption remove the node they wait for.
 	for _, placement := range plan.Placements {
 		p.cluster.NominateNodeForPod(placement.Node, window)
+		p.cluster.PlanPods(placement.Node, []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)})
 	}
 	for _, u := range plan.Unschedulable {
+		p.cluster.PlanPods("", []types.NamespacedName{client.ObjectKeyFromObject(u.Pod)})
 		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
 	}
 	// Hand the plan to the scheduler only when the pods differ: when they
@@ -282,11 +287,12 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
 		p.cluster.NominateNodeForPod(nc.Name, window)
+		planned := make([]types.NamespacedName, 0, len(claim.Pods))
+		for _, pod := range claim.Pods {
+			planned = append(planned, client.ObjectKeyFromObject(pod))
+		}
+		p.cluster.PlanPods(nc.Name, planned)
 		if hint {
-			planned := make([]types.NamespacedName, 0, len(claim.Pods))
-			for _, pod := range claim.Pods {
-				planned = append(planned, client.ObjectKeyFromObject(pod))
-			}
 			p.cluster.RecordPlannedPods(nc.Name, planned)
 		}
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
