@@ -82,6 +82,7 @@ RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers
 
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector
 	$(GO) test ./...
+	cd hack/tools/image && $(GO) test ./...
 	$(GO) test -race $(RACE_PACKAGES)
 
 test-race: controlplane ## Run the concurrent packages under the race detector
