@@ -11,8 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Namespace prefixes every metric name.
+// Namespace prefixes every metric name Karpenter also exports.
 const Namespace = "karpenter"
+
+// DovetailNamespace prefixes the metrics of what only Dovetail does.
+const DovetailNamespace = "dovetail"
 
 // Label names shared by several metrics.
 const (
@@ -57,6 +60,9 @@ type Metrics struct {
 	CloudProviderErrors     *prometheus.CounterVec
 	ClusterStateNodeCount   prometheus.Gauge
 	ClusterStateSynced      prometheus.Gauge
+	// Dovetail's own: the runaway breaker (internal/runaway).
+	LaunchBackoffs    *prometheus.CounterVec
+	LaunchBlockedPods *prometheus.GaugeVec
 
 	// Disruption.
 	DisruptionDecisions           *prometheus.CounterVec
@@ -137,6 +143,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time to evaluate a disruption method.", Buckets: durationBuckets}, []string{LabelMethod, LabelConsolidationType}),
 		DisruptionQueueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "queue_failures_total",
 			Help: "Disruption commands rolled back (replacement timeout or failure)."}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		LaunchBackoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_backoffs_total",
+			Help: "Launches found unused (a node launched for a pod registered and the pod still waited), each starting or lengthening a backoff for the pod's shape in the NodePool."}, []string{LabelNodePool}),
+		LaunchBlockedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_blocked_pods",
+			Help: "Pending pods the last provisioning pass launched no node for because their shape is backing off in the NodePool."}, []string{LabelNodePool}),
 		ConsolidationTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",
 			Help: "Consolidation evaluations that hit their time limit."}, []string{LabelConsolidationType}),
 	}
@@ -161,6 +171,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodeClaimsCreated, m.NodeClaimsLaunched, m.NodeClaimsRegistered, m.NodeClaimsInitialized, m.NodeClaimsTerminated, m.NodeClaimsDisrupted,
 		m.NodesCreated, m.NodesTerminated, m.NodesDrained, m.NodeTerminationDuration, m.PodsDrained, m.PodEvictionRequests,
 		m.NodePoolUsage, m.NodePoolLimit, m.CloudProviderDuration, m.CloudProviderErrors, m.ClusterStateNodeCount, m.ClusterStateSynced,
+		m.LaunchBackoffs, m.LaunchBlockedPods,
 		m.DisruptionDecisions, m.DisruptionDecisionsByNodePool, m.DisruptionEligibleNodes, m.DisruptionAllowed, m.DisruptionFailedValidations,
 		m.DisruptionEvaluationDuration, m.DisruptionQueueFailures, m.ConsolidationTimeouts,
 	}

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/runaway"
 )
 
 // nominatedEvent tells a pod where it is expected to run.
@@ -41,5 +42,30 @@ func noInstanceTypesEvent(np *v1.NodePool, err error) events.Event {
 		Reason:         "NoCompatibleInstanceTypes",
 		Message:        fmt.Sprintf("NodePool has no instance types to launch: %v", err),
 		DedupeValues:   []string{np.Name},
+	}
+}
+
+// launchBackoffPodEvent tells a pod why no node is launched for it now.
+func launchBackoffPodEvent(b runaway.Blocked) events.Event {
+	return events.Event{
+		InvolvedObject: b.Pod,
+		Type:           corev1.EventTypeWarning,
+		Reason:         "LaunchBackoff",
+		Message: fmt.Sprintf("Not launching a node for this pod in NodePool %s until %s: %d node(s) launched for pods like it initialized and they did not schedule there "+
+			"(look for a taint the node adds at boot, a scheduler plugin, or DaemonSet overhead)", b.Key.NodePool, b.Until.UTC().Format(time.RFC3339), b.Misses),
+		DedupeValues: []string{string(b.Pod.UID), b.Key.NodePool, b.Until.String()},
+	}
+}
+
+// launchBackoffNodePoolEvent tells a NodePool that a node it launched went
+// unused and launches for that pod shape now back off.
+func launchBackoffNodePoolEvent(np *v1.NodePool, m runaway.Miss) events.Event {
+	return events.Event{
+		InvolvedObject: np,
+		Type:           corev1.EventTypeWarning,
+		Reason:         "LaunchBackoff",
+		Message: fmt.Sprintf("NodeClaim %s initialized but pod %s did not schedule on it; no new node for pods like it until %s (%d unused launch(es) in a row)",
+			m.NodeClaim, m.Pod, m.Until.UTC().Format(time.RFC3339), m.Misses),
+		DedupeValues: []string{np.Name, m.NodeClaim},
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/runaway"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -39,6 +40,10 @@ type Options struct {
 	BatchMaxDuration time.Duration
 	// Simulator tunes the scheduling simulation.
 	Simulator simulator.Options
+	// LaunchBackoff and MaxLaunchBackoff bound the runaway breaker's
+	// backoff for pods whose last node went unused (zero: 1 minute and 1
+	// hour).
+	LaunchBackoff, MaxLaunchBackoff time.Duration
 }
 
 // NominationWindow is how long a node counts as nominated after pods were
@@ -56,7 +61,10 @@ type Provisioner struct {
 	recorder      events.Recorder
 	metrics       *metrics.Metrics
 	batcher       *Batcher
-	opts          Options
+	// breaker stops launch loops: no new node for pods of a shape whose
+	// last node went unused (see package runaway).
+	breaker *runaway.Breaker
+	opts    Options
 }
 
 // NewProvisioner returns a Provisioner; add it to a manager with Register.
@@ -65,6 +73,7 @@ func NewProvisioner(clk clock.Clock, kubeClient client.Client, cluster *state.Cl
 	return &Provisioner{
 		clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
+		breaker: runaway.New(clk, opts.LaunchBackoff, opts.MaxLaunchBackoff),
 	}
 }
 
@@ -192,6 +201,7 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	if err := p.kubeClient.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
+	p.observeLaunches(list.Items)
 	// A waiting pod the model already counts on a machine (nominated to it,
 	// by the kube-scheduler or by Dovetail) holds room there: simulating it
 	// again would launch a second node for it. The kwok provider names a
@@ -276,9 +286,10 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	// all come from one workload, any placement is as good as the plan and
 	// the hints would only cost a status write per pod.
 	hint := workloads(plan.NewNodeClaims) > 1
-	errs := make([]error, len(plan.NewNodeClaims))
-	workqueue.ParallelizeUntil(ctx, 10, len(plan.NewNodeClaims), func(i int) {
-		claim := plan.NewNodeClaims[i]
+	claims := p.admit(ctx, plan.NewNodeClaims, pools)
+	errs := make([]error, len(claims))
+	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
+		claim := claims[i]
 		np := pools[claim.NodePool]
 		nc := p.render(claim, np)
 		if err := p.kubeClient.Create(ctx, nc); err != nil {
@@ -286,6 +297,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 			return
 		}
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
+		p.breaker.RecordLaunch(nc.Name, np.Name, claim.Pods)
 		p.cluster.NominateNodeForPod(nc.Name, window)
 		planned := make([]types.NamespacedName, 0, len(claim.Pods))
 		for _, pod := range claim.Pods {
@@ -303,6 +315,55 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// observeLaunches tells the runaway breaker which claims it tracks have
+// initialized and which pods it tracks have bound or gone.
+func (p *Provisioner) observeLaunches(pods []corev1.Pod) {
+	claims := map[string]runaway.ClaimState{}
+	for _, n := range p.cluster.Nodes() {
+		if n.NodeClaim != nil {
+			// Initialized, not only registered: until then the pod cannot
+			// be expected to have scheduled.
+			claims[n.NodeClaim.Name] = runaway.ClaimState{Exists: true, Registered: n.Initialized()}
+		}
+	}
+	p.breaker.Observe(func(name string) runaway.ClaimState { return claims[name] }, pods)
+}
+
+// admit asks the runaway breaker about each planned claim and returns those
+// to launch. A claim every pod of which already had a node launched for it
+// that initialized while the pod stayed pending (or whose shape is still
+// backing off) is not launched: something the simulation cannot see keeps
+// such pods off such nodes, and launching again would only repeat it.
+func (p *Provisioner) admit(ctx context.Context, planned []*simulator.NewNodeClaim, pools map[string]*v1.NodePool) []*simulator.NewNodeClaim {
+	blocked := make(map[string]int, len(pools))
+	for name := range pools {
+		blocked[name] = 0
+	}
+	out := make([]*simulator.NewNodeClaim, 0, len(planned))
+	for _, claim := range planned {
+		np := pools[claim.NodePool]
+		decision := p.breaker.Admit(claim.NodePool, claim.Pods)
+		for _, miss := range decision.Misses {
+			p.metrics.LaunchBackoffs.WithLabelValues(claim.NodePool).Inc()
+			log.FromContext(ctx).Info("Launch went unused, backing off for pods of this shape", "NodePool", klog.KRef("", claim.NodePool),
+				"pod", miss.Pod, "NodeClaim", klog.KRef("", miss.NodeClaim), "misses", miss.Misses, "until", miss.Until)
+			p.recorder.Publish(launchBackoffNodePoolEvent(np, miss))
+		}
+		if decision.Launch {
+			out = append(out, claim)
+			continue
+		}
+		blocked[claim.NodePool] += len(decision.Blocked)
+		for _, b := range decision.Blocked {
+			p.recorder.Publish(launchBackoffPodEvent(b))
+		}
+	}
+	for name, n := range blocked {
+		p.metrics.LaunchBlockedPods.WithLabelValues(name).Set(float64(n))
+	}
+	return out
 }
 
 // workloads counts the distinct controllers (or lone pods) of the claims' pods.
