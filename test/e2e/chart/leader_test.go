@@ -57,8 +57,11 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 		return follower.isLeader(ctx)
 	})
 	handover := time.Since(killed)
-	if handover > leaseDuration+2*time.Second+2*time.Second {
-		t.Errorf("hand-over took %v, want at most the lease duration %v plus a retry period", handover, leaseDuration)
+	// The follower may only take a Lease that has not been renewed for the
+	// lease duration; it retries every 2 s (jittered up to 2.4 s), and the
+	// leader renewed at most one retry period before it died.
+	if limit := leaseDuration + 5*time.Second; handover > limit {
+		t.Errorf("hand-over took %v, want at most %v (the lease duration %v plus retry periods)", handover, limit, leaseDuration)
 	}
 
 	// 3. The pods run, and every launched node runs one of them: no launch

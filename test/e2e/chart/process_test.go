@@ -75,9 +75,9 @@ func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
 // chartEnvironment is the controller container's environment as the
 // installed release renders it, with the namespace field references
 // resolved as the kubelet would.
-func chartEnvironment(t *testing.T) []corev1.EnvVar {
+func chartEnvironment(t *testing.T, release, namespace string) []corev1.EnvVar {
 	t.Helper()
-	manifest, err := helm(context.Background(), "get", "manifest", releaseName, "--namespace", releaseNS)
+	manifest, err := helm(context.Background(), "get", "manifest", release, "--namespace", namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func chartEnvironment(t *testing.T) []corev1.EnvVar {
 				if e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 					t.Fatalf("env %s: the test resolves only metadata.namespace references", e.Name)
 				}
-				e = corev1.EnvVar{Name: e.Name, Value: releaseNS}
+				e = corev1.EnvVar{Name: e.Name, Value: namespace}
 			}
 			out = append(out, e)
 		}
@@ -114,10 +114,16 @@ type controller struct {
 	exited chan struct{}
 }
 
-// startController runs `dovetail controller` with the chart's environment
-// (ports moved to free ones), authenticated by kubeconfig, until the test
-// ends. certDir stands for the mounted webhook Secret.
+// startController runs `dovetail controller` with the environment of the
+// test's release (ports moved to free ones), authenticated by kubeconfig,
+// until the test ends. certDir stands for the mounted webhook Secret.
 func startController(t *testing.T, kubeconfig, certDir string) *controller {
+	t.Helper()
+	return startReleaseController(t, releaseName, releaseNS, kubeconfig, certDir)
+}
+
+// startReleaseController is startController for any installed release.
+func startReleaseController(t *testing.T, release, namespace, kubeconfig, certDir string) *controller {
 	t.Helper()
 	ports := freePorts(t, 3)
 	overrides := map[string]string{
@@ -125,7 +131,7 @@ func startController(t *testing.T, kubeconfig, certDir string) *controller {
 		"WEBHOOK_PORT": strconv.Itoa(ports[2]), "WEBHOOK_CERT_DIR": certDir, "KUBECONFIG": kubeconfig,
 	}
 	environ := []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	for _, e := range chartEnvironment(t) {
+	for _, e := range chartEnvironment(t, release, namespace) {
 		if _, ok := overrides[e.Name]; !ok {
 			environ = append(environ, e.Name+"="+e.Value)
 		}

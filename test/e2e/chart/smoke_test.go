@@ -106,11 +106,9 @@ func TestMissingPermissionFails(t *testing.T) {
 
 // setupWorkload creates the default KWOKNodeClass and a NodePool that
 // consolidates after consolidateAfter, and a namespace; at the end of the
-// test it deletes them and waits until every NodeClaim and node is gone
-// (the test's controller, stopped later, drains them).
+// test cleanupWorkload removes them.
 func setupWorkload(t *testing.T, consolidateAfter string) string {
 	t.Helper()
-	ctx := context.Background()
 	pool := localcluster.DefaultNodePool()
 	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration(consolidateAfter)
 	nodeClass := localcluster.DefaultNodeClass()
@@ -118,35 +116,40 @@ func setupWorkload(t *testing.T, consolidateAfter string) string {
 	for _, obj := range []client.Object{nodeClass, pool, namespace} {
 		create(t, obj)
 	}
-	t.Cleanup(func() {
-		for _, obj := range []client.Object{namespace, pool} {
-			_ = kube.Delete(ctx, obj)
-		}
-		claims := &v1.NodeClaimList{}
-		if err := kube.List(ctx, claims); err == nil {
-			for i := range claims.Items {
-				_ = kube.Delete(ctx, &claims.Items[i])
-			}
-		}
-		eventually(t, 2*time.Minute, "every NodeClaim and Dovetail node to be gone", func(ctx context.Context) (bool, error) {
-			if err := kube.List(ctx, claims); err != nil {
-				return false, err
-			}
-			if len(claims.Items) > 0 {
-				// A controller without the rights never removes finalizers.
-				for i := range claims.Items {
-					if len(claims.Items[i].Finalizers) > 0 && !claims.Items[i].DeletionTimestamp.IsZero() && time.Since(claims.Items[i].DeletionTimestamp.Time) > time.Minute {
-						claims.Items[i].Finalizers = nil
-						_ = kube.Update(ctx, &claims.Items[i])
-					}
-				}
-				return false, nil
-			}
-			return len(dovetailNodes(t)) == 0, nil
-		})
-		_ = kube.Delete(ctx, nodeClass)
-	})
+	t.Cleanup(func() { cleanupWorkload(t, namespace, pool, nodeClass) })
 	return namespace.Name
+}
+
+// cleanupWorkload deletes the namespace and the NodePool, waits until every
+// NodeClaim and Dovetail node is gone (the test's controller, stopped later,
+// drains them; a claim a controller without the rights cannot finish is
+// released after a minute), then deletes the NodeClass.
+func cleanupWorkload(t *testing.T, namespace, pool, nodeClass client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{namespace, pool} {
+		_ = kube.Delete(ctx, obj)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(ctx, claims); err == nil {
+		for i := range claims.Items {
+			_ = kube.Delete(ctx, &claims.Items[i])
+		}
+	}
+	eventually(t, 3*time.Minute, "every NodeClaim and Dovetail node to be gone", func(ctx context.Context) (bool, error) {
+		if err := kube.List(ctx, claims); err != nil {
+			return false, err
+		}
+		for i := range claims.Items {
+			claim := &claims.Items[i]
+			if len(claim.Finalizers) > 0 && !claim.DeletionTimestamp.IsZero() && time.Since(claim.DeletionTimestamp.Time) > time.Minute {
+				claim.Finalizers = nil
+				_ = kube.Update(ctx, claim)
+			}
+		}
+		return len(claims.Items) == 0 && len(dovetailNodes(t)) == 0, nil
+	})
+	_ = kube.Delete(ctx, nodeClass)
 }
 
 // create creates obj as the admin.
