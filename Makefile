@@ -76,7 +76,8 @@ controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-man
 # Packages whose goroutines share state (the model, the queues, the
 # controllers) and the integration tests that drive them concurrently.
 RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers/... ./internal/disruption/... \
-	./internal/localaws/... ./internal/cloudprovider/aws/... \
+	./internal/localaws/... ./internal/cloudprovider/... ./internal/catalog/... ./internal/conversion/... \
+	./internal/operator/... ./internal/cli/... ./internal/crdinstall/ ./internal/runaway/ \
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
 	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/
 
