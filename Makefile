@@ -84,6 +84,7 @@ RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector
 	$(GO) test ./...
 	cd hack/tools/image && $(GO) test ./...
+	cd test/oracle && $(GO) test ./...
 	$(GO) test -race $(RACE_PACKAGES)
 
 test-race: controlplane ## Run the concurrent packages under the race detector
@@ -92,8 +93,9 @@ test-race: controlplane ## Run the concurrent packages under the race detector
 test-unit: ## Run the tests that need no control plane (everything outside test/)
 	$(GO) test $$($(GO) list ./... | grep -v /test/)
 
-bench: ## Run the simulator benchmarks
+bench: ## Run the simulator benchmarks, then the kube-scheduler oracle on their plans up to 20,000 pods
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...
+	cd test/oracle && DOVETAIL_ORACLE_SIZES=1000,5000,20000 $(GO) test -count=1 -v -run TestSimulatorPlans ./... | grep -E 'pods on|^(ok|FAIL|---)'
 
 demo: build controlplane ## Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)
 	bin/dovetail demo

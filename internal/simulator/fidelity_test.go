@@ -81,6 +81,7 @@ type replayer struct {
 	nodes    map[string]*corev1.Node
 	placed   []podAt
 	counters map[string]*termCounter
+	domains  map[string]map[string]bool // per spread definition: the eligible domains
 }
 
 type podAt struct {
@@ -130,7 +131,7 @@ func narrowed(ls *metav1.LabelSelector, own map[string]string, matchKeys []strin
 
 // checkFidelity replays a materialised plan.
 func checkFidelity(pr *replay.Problem, planCost float64) fidelity {
-	r := &replayer{pr: pr, nodes: map[string]*corev1.Node{}, counters: map[string]*termCounter{}}
+	r := &replayer{pr: pr, nodes: map[string]*corev1.Node{}, counters: map[string]*termCounter{}, domains: map[string]map[string]bool{}}
 	for _, n := range pr.Nodes {
 		r.nodes[n.Name] = n
 	}
@@ -164,11 +165,15 @@ func checkFidelity(pr *replay.Problem, planCost float64) fidelity {
 				return &termCounter{key: tsc.TopologyKey, namespaces: []string{p.Namespace}, selector: sel, nodeOK: filter}
 			})
 			spreadDefs[def] = c
-			domains := map[string]bool{}
-			for _, m := range pr.Nodes {
-				if v, ok := m.Labels[tsc.TopologyKey]; ok && filter(m) {
-					domains[v] = true
+			domains, ok := r.domains[def]
+			if !ok {
+				domains = map[string]bool{}
+				for _, m := range pr.Nodes {
+					if v, ok := m.Labels[tsc.TopologyKey]; ok && filter(m) {
+						domains[v] = true
+					}
 				}
+				r.domains[def] = domains
 			}
 			dom, ok := n.Labels[tsc.TopologyKey]
 			if !ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,13 +89,33 @@ func Materialize(name string, snap *simulator.Snapshot, req simulator.Request, p
 	for _, p := range req.Pods {
 		moving[p] = true
 	}
-	for _, n := range snap.Nodes {
-		if n.MarkedForDeletion || slices.Contains(req.RemoveNodes, n.Name) {
+	pools := map[string]*v1.NodePool{}
+	for _, p := range snap.NodePools {
+		if p.NodePool != nil {
+			pools[p.NodePool.Name] = p.NodePool
+		}
+	}
+	// A name is the first node that has it, initialized nodes first, as in
+	// the simulator.
+	nodes := slices.Clone(snap.Nodes)
+	slices.SortStableFunc(nodes, func(a, b simulator.Node) int {
+		if a.Initialized != b.Initialized {
+			if a.Initialized {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if seen[n.Name] || n.MarkedForDeletion || slices.Contains(req.RemoveNodes, n.Name) {
 			continue
 		}
+		seen[n.Name] = true
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: maps.Clone(n.Labels)},
-			Spec:       corev1.NodeSpec{Taints: slices.Clone(n.Taints), Unschedulable: n.Unschedulable},
+			Spec:       corev1.NodeSpec{Taints: settledTaints(n, pools[n.NodePool]), Unschedulable: n.Unschedulable},
 			Status:     corev1.NodeStatus{Allocatable: n.Allocatable.DeepCopy(), Capacity: n.Allocatable.DeepCopy()},
 		}
 		if node.Labels == nil {
@@ -108,12 +129,6 @@ func Materialize(name string, snap *simulator.Snapshot, req simulator.Request, p
 			if !moving[p] {
 				pr.Bound = append(pr.Bound, bound(p, n.Name))
 			}
-		}
-	}
-	pools := map[string]*v1.NodePool{}
-	for _, p := range snap.NodePools {
-		if p.NodePool != nil {
-			pools[p.NodePool.Name] = p.NodePool
 		}
 	}
 	var errs []error
@@ -148,6 +163,27 @@ func Materialize(name string, snap *simulator.Snapshot, req simulator.Request, p
 		errs = append(errs, fmt.Errorf("pod %s/%s is planned but missing from the plan's sequence", p.Namespace, p.Name))
 	}
 	return pr, errors.Join(errs...)
+}
+
+// settledTaints are a node's taints once it has initialized: a starting
+// node sheds the taints every starting node has and its NodePool's startup
+// taints on its own, so the plan may count on their going (as the simulator
+// does).
+func settledTaints(n simulator.Node, pool *v1.NodePool) []corev1.Taint {
+	if n.Initialized {
+		return slices.Clone(n.Taints)
+	}
+	var out []corev1.Taint
+	for _, t := range n.Taints {
+		if slices.Contains(v1.KnownEphemeralTaintKeys, t.Key) {
+			continue
+		}
+		if pool != nil && slices.ContainsFunc(pool.Spec.Template.Spec.StartupTaints, func(st corev1.Taint) bool { return st.MatchTaint(&t) }) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func bound(p *corev1.Pod, node string) *corev1.Pod {
