@@ -113,7 +113,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	}
 
 	// 3. b, emptied, is consolidated once consolidateAfter has passed.
-	emptied := time.Now() //nolint:forbidigo // the wall clock the controller measures consolidateAfter on
+	emptied := time.Now()
 	scale(t, ns, "fill-b", 0)
 	env.Eventually(t, 2*time.Minute, "NodeClaim "+b.claim.Name+" deleted", func(context.Context) (bool, error) {
 		return slices.Contains(claims.deleted(), b.claim.Name), nil
@@ -397,7 +397,7 @@ func watchClaims(t *testing.T) *claimWatch {
 func (w *claimWatch) observe(items []v1.NodeClaim) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	now := time.Now() //nolint:forbidigo // when the test saw the deletion
+	now := time.Now()
 	present := map[string]bool{}
 	for _, nc := range items {
 		present[nc.Name] = true
