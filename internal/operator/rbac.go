@@ -5,10 +5,9 @@ package operator
 
 // Events the recorder emits on NodePools, NodeClaims, Nodes and Pods.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Leader election on a Lease in the release namespace ("system" is replaced
-// by the chart). Create cannot be limited to a name.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=update;patch,resourceNames=dovetail-leader-election
+// by the chart): client-go's LeaseLock gets, creates and updates it. Create
+// cannot be limited to a name.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;update,resourceNames=dovetail-leader-election
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=create
