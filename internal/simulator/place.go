@@ -126,7 +126,7 @@ func (s *solve) allows(v *podView, r tgRef, t *tg, slot int32) bool {
 		if s.count(t, slot) > 0 {
 			return true
 		}
-		return r.self && !s.affinityExists(v, t)
+		return r.self && !s.affinityExists(t)
 	case roleAnti:
 		return s.count(t, slot) == 0 && !s.floatingBlocks(t, slot)
 	case roleInverse:
@@ -211,25 +211,12 @@ func (s *solve) domainAllowed(v *podView, key, val int32) bool {
 	return false
 }
 
-// affinityExists reports whether some domain the pod may use already holds a
-// pod the affinity group selects.
-func (s *solve) affinityExists(v *podView, t *tg) bool {
-	if s.totals[t.id] <= 0 {
-		return false
-	}
-	if t.hostname {
-		return true
-	}
-	c := s.counts[t.id]
-	if c == nil && !s.touched[t.id] {
-		c = t.counts
-	}
-	for sl, n := range c {
-		if n > 0 && s.domainAllowed(v, t.key, s.slotValue(t.key, int32(sl))) {
-			return true
-		}
-	}
-	return false
+// affinityExists reports whether any domain already holds a pod the
+// affinity group selects. As in the kube-scheduler, any domain counts, not
+// only those the pod may use: a pod whose group lives only in zones its node
+// affinity excludes cannot start the group anew elsewhere.
+func (s *solve) affinityExists(t *tg) bool {
+	return s.totals[t.id] > 0
 }
 
 // floatingBlocks reports whether a pod selected by an anti-affinity group sits

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -68,6 +69,31 @@ func TestZoneSettling(t *testing.T) {
 					t.Errorf("groups in zones %v, want three different zones", zones)
 				}
 			},
+		},
+	})
+}
+
+// TestAffinityGroupExistsAnywhere: as in the kube-scheduler, a pod may start
+// its zonal self-affinity group only when no pod of the group runs in any
+// zone, not merely in the zones it may use (found by TestPlanProperties).
+func TestAffinityGroupExistsAnywhere(t *testing.T) {
+	member := func(name string) *dtesting.PodWrapper {
+		return dtesting.MakePod(name).Req("cpu", "1").Label("g", "a").PodAffinity(zoneKey, sel("g", "a"))
+	}
+	runCases(t, map[string]tcase{
+		"a group running only in zones the pod excludes leaves it pending": {
+			nodes:         []simulator.Node{existing("n3", fake.Zone3, member("e").Obj())},
+			pods:          []*corev1.Pod{member("p").NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, fake.Zone1).Obj()},
+			claims:        0,
+			unschedulable: map[string]string{"p": ""},
+		},
+		"a group placed earlier in the solve in an excluded zone leaves the pod pending": {
+			pods: []*corev1.Pod{
+				member("p1").NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, fake.Zone3).Obj(),
+				member("p2").NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, fake.Zone1).Obj(),
+			},
+			claims:        1,
+			unschedulable: map[string]string{"p2": ""},
 		},
 	})
 }

@@ -1,0 +1,124 @@
+package simulator_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+)
+
+// randomMix draws a workload in the shape of karpenter-mix but with every
+// choice random: 20 to 300 pods, each labelled my-label=a..d and given at
+// most one of a zonal spread (maxSkew 1 or 2, on a random my-label), a
+// hostname spread, a zonal self-affinity (my-affinity=x..z), a hostname
+// anti-affinity, or nothing; a third of them restricted to one or two zones;
+// one or two NodePools (the second limited to zone-1 and zone-2); and up to
+// three existing nodes holding my-label pods.
+func randomMix(rng *rand.Rand) *simulator.Snapshot {
+	zones := []string{fake.Zone1, fake.Zone2, fake.Zone3}
+	of := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
+	snap := &simulator.Snapshot{NodePools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), fakeTypes(40)...)}}
+	if rng.IntN(2) == 0 {
+		snap.NodePools = append(snap.NodePools, nodepool(dtesting.MakeNodePool("two-zones").Weight(10).
+			Req(zoneKey, corev1.NodeSelectorOpIn, fake.Zone1, fake.Zone2), fakeTypes(40)...))
+	}
+	for i := range rng.IntN(4) {
+		n := dtesting.MakeNode(fmt.Sprintf("node-%d", i)).Zone(zones[rng.IntN(3)]).NodePool("default").
+			Alloc("cpu", "8", "memory", "32Gi", "pods", "110")
+		for j := range rng.IntN(4) {
+			n.Pod(dtesting.MakePod(fmt.Sprintf("bound-%d-%d", i, j)).Req("cpu", "500m").Label("my-label", of("a", "b", "c", "d")).Obj())
+		}
+		snap.Nodes = append(snap.Nodes, n.Obj())
+	}
+	for i := range 20 + rng.IntN(281) {
+		p := dtesting.MakePod(fmt.Sprintf("pod-%03d", i)).
+			Req("cpu", of("100m", "250m", "500m", "1", "1500m")).Req("memory", of("100Mi", "512Mi", "1Gi", "4Gi")).
+			Label("my-label", of("a", "b", "c", "d"))
+		switch rng.IntN(6) {
+		case 0:
+			p.ZoneSpread(int32(1+rng.IntN(2)), sel("my-label", of("a", "b", "c", "d")))
+		case 1:
+			p.HostnameSpread(1, sel("my-label", of("a", "b", "c", "d")))
+		case 2:
+			v := of("x", "y", "z")
+			p.Label("my-affinity", v).PodAffinity(zoneKey, sel("my-affinity", v))
+		case 3:
+			p.Label("app", "nginx").PodAntiAffinity(hostKey, sel("app", "nginx"))
+		}
+		if rng.IntN(3) == 0 {
+			z := rng.Perm(3)
+			p.NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, zones[z[0]], zones[z[rng.IntN(2)]])
+		}
+		snap.Pods = append(snap.Pods, p.Obj())
+	}
+	return snap
+}
+
+// TestPlanProperties solves 150 random workloads (randomMix) and 300 random
+// fuzz snapshots, and checks each plan independently of how the simulator
+// made it (verifyPlan): every pod accounted for once, capacity, taints and
+// node affinity, and the in-order replay of checkFidelity (each pod's zonal
+// spread holds when it binds; each zonal affinity finds its group; no claim
+// free to launch in any zone holds a pod a zonal group counts; the plan's
+// cost is the sum of its claims' cheapest launchable offerings). Each zonal
+// self-affinity group must also end up in one zone. With DOVETAIL_ORACLE_DIR
+// set, every plan is written for the kube-scheduler oracle, which checks each
+// pod on its claim with the scheduler's own filter plugins.
+func TestPlanProperties(t *testing.T) {
+	t.Parallel()
+	t.Run("random mix", func(t *testing.T) {
+		t.Parallel()
+		for seed := range uint64(150) {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				snap := randomMix(rand.New(rand.NewPCG(seed, 15)))
+				req := simulator.Request{Pods: snap.Pods}
+				plan := simulator.New(snap, simulator.Options{}).Solve(req)
+				verifyPlan(t, snap, simulator.Options{}, req, plan)
+				r := newResult(snap, req, plan)
+				groups := map[string]map[string]bool{}
+				for _, p := range snap.Pods {
+					if v, ok := p.Labels["my-affinity"]; ok && r.loc[p.Name] != "" && !isUnschedulable(plan, p) {
+						if groups[v] == nil {
+							groups[v] = map[string]bool{}
+						}
+						groups[v][r.zone(p.Name)] = true
+					}
+				}
+				for v, zones := range groups {
+					if len(zones) != 1 {
+						t.Errorf("affinity group my-affinity=%s in zones %v, want one", v, zones)
+					}
+				}
+			})
+		}
+	})
+	t.Run("fuzz snapshots", func(t *testing.T) {
+		t.Parallel()
+		for seed := range uint64(300) {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 5))
+				data := make([]byte, 96)
+				for i := range data {
+					data[i] = byte(rng.IntN(256))
+				}
+				snap, req, opts := fuzzSnapshot(&bytes{data: data})
+				plan := simulator.New(snap, opts).Solve(req)
+				verifyPlan(t, snap, opts, req, plan)
+			})
+		}
+	})
+}
+
+func isUnschedulable(plan *simulator.Plan, p *corev1.Pod) bool {
+	for _, u := range plan.Unschedulable {
+		if u.Pod == p {
+			return true
+		}
+	}
+	return false
+}
