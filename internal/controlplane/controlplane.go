@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,7 +173,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, p ports) error {
 	if err != nil {
 		return err
 	}
-	return cp.waitHTTP(ctx, proc, client+"/health")
+	return cp.waitReady(ctx, proc)
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, p ports, pki *pki) error {
@@ -215,6 +216,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, p ports, pki *pki) e
 	if err := writeKubeconfig(cp.KubeconfigPath, cp.RESTConfig); err != nil {
 		return err
 	}
+	return cp.waitReady(ctx, proc)
+}
+
+// waitAPIServer polls the kube-apiserver's /readyz until it answers ok.
+func (cp *ControlPlane) waitAPIServer(ctx context.Context, proc *process) error {
 	clientset, err := kubernetes.NewForConfig(cp.RESTConfig)
 	if err != nil {
 		return fmt.Errorf("creating apiserver client: %w", err)
@@ -230,6 +236,67 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, p ports, pki *pki) e
 		return fmt.Errorf("waiting for kube-apiserver to be ready: %w; last log lines:\n%s", err, proc.logTail(20))
 	}
 	return nil
+}
+
+// waitReady waits until a component started by this control plane serves:
+// etcd's /health or the kube-apiserver's /readyz; the others are checked
+// by their callers.
+func (cp *ControlPlane) waitReady(ctx context.Context, proc *process) error {
+	switch proc.name {
+	case BinaryEtcd:
+		return cp.waitHTTP(ctx, proc, flagValue(proc.args, "--advertise-client-urls")+"/health")
+	case BinaryKubeAPIServer:
+		return cp.waitAPIServer(ctx, proc)
+	default:
+		return nil
+	}
+}
+
+// flagValue returns the last value given to a --name=value flag.
+func flagValue(args []string, name string) string {
+	value := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			value = v
+		}
+	}
+	return value
+}
+
+// Restart stops the named component (etcd, kube-apiserver, ...) and starts
+// it again with the same arguments plus extraArgs (a flag given again takes
+// the later value), then waits until etcd or the kube-apiserver serves
+// again. Chaos tests use it to restart the API server under a running
+// controller, or to restart it with tight request limits.
+func (cp *ControlPlane) Restart(ctx context.Context, name string, extraArgs ...string) error {
+	cp.mu.Lock()
+	index := -1
+	for i, p := range cp.processes {
+		if p.name == name {
+			index = i
+		}
+	}
+	stopped := cp.stopped
+	cp.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("restarting %s: control plane is stopped", name)
+	}
+	if index < 0 {
+		return fmt.Errorf("restarting %s: no such component", name)
+	}
+	old := cp.processes[index]
+	if err := old.stop(cp.opts.StopGracePeriod); err != nil {
+		return fmt.Errorf("restarting %s: %w", name, err)
+	}
+	args := append(append([]string(nil), old.args...), extraArgs...)
+	proc, err := startProcess(name, old.binary, args, cp.LogDir)
+	if err != nil {
+		return fmt.Errorf("restarting %s: %w", name, err)
+	}
+	cp.mu.Lock()
+	cp.processes[index] = proc
+	cp.mu.Unlock()
+	return cp.waitReady(ctx, proc)
 }
 
 func (cp *ControlPlane) startControllerManager(p ports, pki *pki) (*process, string, error) {

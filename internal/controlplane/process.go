@@ -15,6 +15,8 @@ import (
 // closed when it exits.
 type process struct {
 	name    string
+	binary  string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	logFile *os.File
@@ -28,7 +30,8 @@ type process struct {
 // orphan behind.
 func startProcess(name, binary string, args []string, logDir string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
-	logFile, err := os.Create(logPath)
+	// Appended to, so that a restarted component's log keeps the earlier run.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating log file for %s: %w", name, err)
 	}
@@ -40,7 +43,7 @@ func startProcess(name, binary string, args []string, logDir string) (*process, 
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = logFile.Close()
