@@ -199,3 +199,43 @@ func TestCRDChartWiresTheWebhook(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionalObjectsRender: the ServiceMonitor renders only when enabled and
+// the cluster serves monitoring.coreos.com/v1, the dashboards only when
+// enabled, and an IRSA annotation lands on the ServiceAccount.
+func TestOptionalObjectsRender(t *testing.T) {
+	render := func(args ...string) (map[string]int, []*unstructured.Unstructured) {
+		t.Helper()
+		out, err := helm(context.Background(), append([]string{"template", "x", chartDir("dovetail"), "--set", "cloudProvider=kwok"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := manifestObjects(t, out)
+		kinds := map[string]int{}
+		for _, obj := range objs {
+			kinds[obj.GetKind()]++
+		}
+		return kinds, objs
+	}
+	if k, _ := render(); k["ServiceMonitor"] != 0 || k["ConfigMap"] != 0 {
+		t.Errorf("defaults render optional objects: %v", k)
+	}
+	if k, _ := render("--set", "serviceMonitor.enabled=true"); k["ServiceMonitor"] != 0 {
+		t.Errorf("a ServiceMonitor without the monitoring.coreos.com/v1 API: %v", k)
+	}
+	if k, _ := render("--set", "serviceMonitor.enabled=true", "--api-versions", "monitoring.coreos.com/v1"); k["ServiceMonitor"] != 1 {
+		t.Errorf("no ServiceMonitor with the API served: %v", k)
+	}
+	if k, _ := render("--set", "dashboards.enabled=true"); k["ConfigMap"] != 2 {
+		t.Errorf("want 2 dashboard ConfigMaps: %v", k)
+	}
+	const arn = "arn:aws:iam::111122223333:role/DovetailController-c1"
+	_, objs := render("--set", `serviceAccount.annotations.eks\.amazonaws\.com/role-arn=`+arn)
+	for _, obj := range objs {
+		if obj.GetKind() == "ServiceAccount" {
+			if got := obj.GetAnnotations()["eks.amazonaws.com/role-arn"]; got != arn {
+				t.Errorf("ServiceAccount role-arn annotation %q, want %q", got, arn)
+			}
+		}
+	}
+}
