@@ -24,7 +24,8 @@ const (
 	V1FieldsAnnotationKey = "compatibility.karpenter.sh/v1-fields"
 	// EC2NodeClassV1FieldsAnnotationKey holds, on a v1beta1 EC2NodeClass, a JSON
 	// object with the v1 values that v1beta1 cannot express (kubelet,
-	// capacityReservationSelectorTerms, and amiFamily/amiSelectorTerms when the
+	// capacityReservationSelectorTerms, status.capacityReservations, and
+	// amiFamily/amiSelectorTerms when the
 	// v1beta1 amiFamily and terms cannot reproduce them).
 	EC2NodeClassV1FieldsAnnotationKey = "compatibility.karpenter.k8s.aws/v1-fields"
 )
@@ -78,6 +79,8 @@ type ec2NodeClassV1Fields struct {
 	Kubelet *awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
 	// CapacityReservationSelectorTerms is spec.capacityReservationSelectorTerms.
 	CapacityReservationSelectorTerms []awsv1.CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// CapacityReservations is status.capacityReservations.
+	CapacityReservations []awsv1.CapacityReservation `json:"capacityReservations,omitempty"`
 }
 
 // amiSelection is the part of a v1 EC2NodeClass that the amiFamily <-> alias

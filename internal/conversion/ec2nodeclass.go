@@ -20,7 +20,8 @@ import (
 //     v1beta1-ubuntu annotation recording what was added.
 //  3. Custom, or no amiFamily, becomes Custom with the terms kept.
 //  4. The v1 values kept in the v1-fields annotation by an earlier v1 -> v1beta1
-//     conversion (kubelet, capacityReservationSelectorTerms, an AMI selection
+//     conversion (kubelet, capacityReservationSelectorTerms,
+//     status.capacityReservations, an AMI selection
 //     v1beta1 cannot express) are restored, and the annotation removed.
 //
 // Every other field, and the status, is copied.
@@ -80,11 +81,12 @@ func (c *Converter) EC2NodeClassToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2Nod
 		annotations[awsv1.AnnotationUbuntuCompatibility] = *ami.Ubuntu
 	}
 	out.Status = awsv1.EC2NodeClassStatus{
-		Subnets:         in.Status.Subnets,
-		SecurityGroups:  in.Status.SecurityGroups,
-		AMIs:            in.Status.AMIs,
-		InstanceProfile: in.Status.InstanceProfile,
-		Conditions:      in.Status.Conditions,
+		Subnets:              in.Status.Subnets,
+		SecurityGroups:       in.Status.SecurityGroups,
+		CapacityReservations: kept.CapacityReservations,
+		AMIs:                 in.Status.AMIs,
+		InstanceProfile:      in.Status.InstanceProfile,
+		Conditions:           in.Status.Conditions,
 	}
 	out.Annotations = nilIfEmpty(annotations)
 	return out, nil
@@ -144,11 +146,12 @@ func (c *Converter) EC2NodeClassToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.E
 		annotations[awsv1.AnnotationAliasVersionCompatibility] = *ami.AliasVersion
 	}
 
-	kept := ec2NodeClassV1Fields{Kubelet: from.Kubelet, CapacityReservationSelectorTerms: from.CapacityReservationSelectorTerms}
+	kept := ec2NodeClassV1Fields{Kubelet: from.Kubelet, CapacityReservationSelectorTerms: from.CapacityReservationSelectorTerms,
+		CapacityReservations: in.Status.CapacityReservations}
 	if !equal(amiToV1(ami), selection) {
 		kept.AMI = &selection
 	}
-	if kept.AMI != nil || kept.Kubelet != nil || len(kept.CapacityReservationSelectorTerms) > 0 {
+	if kept.AMI != nil || kept.Kubelet != nil || len(kept.CapacityReservationSelectorTerms) > 0 || len(kept.CapacityReservations) > 0 {
 		var err error
 		if annotations, err = setJSONAnnotation(annotations, EC2NodeClassV1FieldsAnnotationKey, kept); err != nil {
 			return nil, fmt.Errorf("converting EC2NodeClass %q to v1beta1: %w", in.Name, err)

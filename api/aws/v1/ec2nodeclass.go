@@ -131,6 +131,72 @@ type SecurityGroup struct {
 	Name string `json:"name,omitempty"`
 }
 
+// CapacityReservationType is the kind of a capacity reservation.
+// +kubebuilder:validation:Enum:={default,capacity-block}
+type CapacityReservationType string
+
+// Capacity reservation types.
+const (
+	// CapacityReservationTypeDefault is an On-Demand Capacity Reservation.
+	CapacityReservationTypeDefault CapacityReservationType = "default"
+	// CapacityReservationTypeCapacityBlock is a Capacity Block for ML,
+	// which ends at a fixed time.
+	CapacityReservationTypeCapacityBlock CapacityReservationType = "capacity-block"
+)
+
+// CapacityReservationState says whether a reservation can still be launched into.
+// +kubebuilder:validation:Enum:={active,expiring}
+type CapacityReservationState string
+
+// Capacity reservation states.
+const (
+	// CapacityReservationStateActive can be launched into.
+	CapacityReservationStateActive CapacityReservationState = "active"
+	// CapacityReservationStateExpiring is a capacity block within 40 minutes
+	// of its end time: EC2 will reclaim its instances.
+	CapacityReservationStateExpiring CapacityReservationState = "expiring"
+)
+
+// CapacityReservation is a resolved capacity reservation nodes may launch into.
+type CapacityReservation struct {
+	// availabilityZone the reservation is in.
+	// +required
+	AvailabilityZone string `json:"availabilityZone"`
+	// endTime is when the reservation ends; unset for reservations without an end.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// id of the reservation.
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
+	// +required
+	ID string `json:"id"`
+	// instanceMatchCriteria is open or targeted.
+	// +kubebuilder:validation:Enum:={open,targeted}
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// instanceType the reservation is for.
+	// +required
+	InstanceType string `json:"instanceType"`
+	// ownerID is the account that owns the reservation.
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
+	// +required
+	OwnerID string `json:"ownerID"`
+	// reservationType is default (On-Demand Capacity Reservation) or capacity-block.
+	// +kubebuilder:default=default
+	// +optional
+	ReservationType CapacityReservationType `json:"reservationType,omitempty"`
+	// state is active, or expiring for a capacity block near its end time.
+	// +kubebuilder:default=active
+	// +optional
+	State CapacityReservationState `json:"state,omitempty"`
+	// availableInstanceCount is how many more instances the reservation
+	// took when it was last resolved. Karpenter keeps this count in memory
+	// only; Dovetail also shows it so that users can see why a reservation
+	// is not filled.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	AvailableInstanceCount *int32 `json:"availableInstanceCount,omitempty"`
+}
+
 // AMI is a resolved AMI and the instance types it suits.
 type AMI struct {
 	// id of the AMI.
@@ -158,6 +224,10 @@ type EC2NodeClassStatus struct {
 	// +listType=atomic
 	// +optional
 	SecurityGroups []SecurityGroup `json:"securityGroups,omitempty"`
+	// capacityReservations resolved from capacityReservationSelectorTerms.
+	// +listType=atomic
+	// +optional
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	// amis resolved from amiSelectorTerms.
 	// +listType=atomic
 	// +optional

@@ -48,5 +48,16 @@ const (
 	ConditionTypeSecurityGroupsReady  = "SecurityGroupsReady"
 	ConditionTypeInstanceProfileReady = "InstanceProfileReady"
 	ConditionTypeValidationSucceeded  = "ValidationSucceeded"
-	ConditionTypeReady                = "Ready"
+	// ConditionTypeCapacityReservationsReady says capacityReservationSelectorTerms resolved.
+	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
+	ConditionTypeReady                     = "Ready"
+)
+
+// Labels of nodes launched into a capacity reservation (capacity type
+// reserved); other nodes do not have them.
+const (
+	// LabelCapacityReservationID is the reservation's ID, cr-....
+	LabelCapacityReservationID = Group + "/capacity-reservation-id"
+	// LabelCapacityReservationType is default or capacity-block.
+	LabelCapacityReservationType = Group + "/capacity-reservation-type"
 )
