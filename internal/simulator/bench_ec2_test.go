@@ -137,6 +137,7 @@ func benchmarkEC2(b *testing.B, pods []*corev1.Pod) {
 	b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
 	b.ReportMetric(plan.Cost(), "$/h")
 	b.ReportMetric(general/bound, "cost-ratio")
+	b.ReportMetric(float64(replayViolations(b, snap, plan)), "replay-violations")
 }
 
 // generalTypes returns the types a NodePool's requirements allow.

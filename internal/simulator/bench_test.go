@@ -6,12 +6,20 @@ import (
 	"testing"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/replay"
 )
 
 // To run: go test ./internal/simulator -run '^$' -bench . -benchmem
 //
-// Each iteration is one fresh simulation (indexing the snapshot and solving);
-// building the snapshot's objects happens before the timer starts.
+// Each iteration is one fresh simulation, timed whole: simulator.Simulate,
+// which indexes the snapshot into a model (New) and solves it (Solve).
+// Building the snapshot's objects happens before the timer starts. After
+// the timed loop the last plan is replayed in order (checkFidelity) and
+// its cost and verdict are reported next to pods/s: $/h, nodes and
+// replay-violations (pods whose zonal spread or affinity fails when they
+// bind, plus pods on zone-less claims a zonal group counts; 0 is the only
+// acceptable value). The kube-scheduler oracle's verdict on the same plans
+// comes from `make bench` (test/oracle), see docs/benchmarks.md.
 
 func BenchmarkKarpenterMix1(b *testing.B) {
 	benchmarkSolve(b, karpenterMixPods(1), simulator.Options{})
@@ -56,4 +64,21 @@ func benchmarkSolve(b *testing.B, pods []*corev1.Pod, opts simulator.Options) {
 	b.ReportMetric(float64(len(pods))*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 	b.ReportMetric(float64(len(plan.NewNodeClaims)), "nodes")
 	b.ReportMetric(plan.Cost(), "$/h")
+	b.StopTimer()
+	b.ReportMetric(float64(replayViolations(b, snap, plan)), "replay-violations")
+}
+
+// replayViolations replays a benchmark's plan in order (checkFidelity) and
+// counts the pods that fail it.
+func replayViolations(b *testing.B, snap *simulator.Snapshot, plan *simulator.Plan) int {
+	b.Helper()
+	pr, err := replay.Materialize(b.Name(), snap, simulator.Request{Pods: snap.Pods}, plan)
+	if err != nil {
+		b.Fatalf("materialising the plan: %v", err)
+	}
+	f := checkFidelity(pr, plan.Cost())
+	if f.costMismatch != "" {
+		b.Errorf("%s", f.costMismatch)
+	}
+	return f.spreadViolation + f.affinityBroken + f.zonelessPods
 }

@@ -79,16 +79,28 @@ func karpenterMixPods(n int) []*corev1.Pod {
 
 // preferencePods returns the preference workload: pods that prefer zone-1,
 // prefer other zones than their peers (weight 10) and other hosts (weight 1).
+// As in Karpenter's benchmark, one size is drawn (from the generator seeded
+// with 42) for all of them.
 func preferencePods(n int) []*corev1.Pod {
 	g := newMixGenerator()
 	var pods []*corev1.Pod
 	app := map[string]string{"app": "nginx"}
+	var size corev1.ResourceList
 	for range n {
 		p := g.pod(app).
 			PreferredNodeAffinity(1, corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, fake.Zone1).
 			PreferredPodAntiAffinity(10, corev1.LabelTopologyZone, app).
 			PreferredPodAntiAffinity(1, corev1.LabelHostname, app)
-		pods = append(pods, g.sized(p))
+		if size == nil {
+			pod := g.sized(p)
+			size = pod.Spec.Containers[0].Resources.Requests
+			pods = append(pods, pod)
+			continue
+		}
+		pod := p.Obj()
+		pod.Spec.Containers[0].Resources.Requests = size.DeepCopy()
+		pod.UID = types.UID(pod.Name)
+		pods = append(pods, pod)
 	}
 	return pods
 }
