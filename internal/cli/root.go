@@ -20,6 +20,7 @@ Karpenter manifests apply unchanged.`,
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.AddCommand(NewDemoCommand(streams), NewUpCommand(streams), NewControllerCommand(streams), NewConvertCommand(streams))
+	root.AddCommand(NewDemoCommand(streams), NewUpCommand(streams), NewControllerCommand(streams), NewConvertCommand(streams),
+		NewSnapshotCommand(streams), NewSimulateCommand(streams))
 	return root
 }

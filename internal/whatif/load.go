@@ -1,0 +1,345 @@
+package whatif
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsjson "sigs.k8s.io/json"
+
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
+)
+
+// InputError is an object of a file that cannot be read: not YAML, of a
+// kind Dovetail does not read, or with a field that does not fit its kind.
+type InputError struct {
+	// Source names the file ("<stdin>" for standard input).
+	Source string
+	// Document is the 1-based index of the YAML document in Source.
+	Document int
+	// Line is the 1-based line of Source the problem is on.
+	Line int
+	// Field is the path of the offending field, when there is one.
+	Field string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error implements error: "file.yaml:12: document 3: field spec.foo: unknown field".
+func (e *InputError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d: document %d: ", e.Source, e.Line, e.Document)
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %s: ", e.Field)
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// kindInfo decodes one kind into Objects.
+type kindInfo struct {
+	apiVersion string
+	add        func(o *Objects, data []byte) []error
+}
+
+// typed decodes data strictly into a new T and appends it with add.
+func typed[T any](add func(o *Objects, x *T)) func(o *Objects, data []byte) []error {
+	return func(o *Objects, data []byte) []error {
+		x := new(T)
+		strict, err := sigsjson.UnmarshalStrict(data, x, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
+			return []error{err}
+		}
+		if len(strict) > 0 {
+			return strict
+		}
+		add(o, x)
+		return nil
+	}
+}
+
+// nodeClass validates data as T and keeps the object unstructured.
+func nodeClass[T any]() func(o *Objects, data []byte) []error {
+	check := typed(func(*Objects, *T) {})
+	return func(o *Objects, data []byte) []error {
+		if errs := check(o, data); len(errs) > 0 {
+			return errs
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return []error{err}
+		}
+		o.NodeClasses = append(o.NodeClasses, u)
+		return nil
+	}
+}
+
+// kinds are the kinds Load reads, by kind.
+var kinds = map[string]kindInfo{
+	"Node": {"v1", typed(func(o *Objects, x *corev1.Node) { o.Nodes = append(o.Nodes, x) })},
+	"Pod":  {"v1", typed(func(o *Objects, x *corev1.Pod) { o.Pods = append(o.Pods, x) })},
+	"PersistentVolumeClaim": {"v1", typed(func(o *Objects, x *corev1.PersistentVolumeClaim) {
+		o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, x)
+	})},
+	"PersistentVolume": {"v1", typed(func(o *Objects, x *corev1.PersistentVolume) { o.PersistentVolumes = append(o.PersistentVolumes, x) })},
+	"Namespace":        {"v1", typed(func(o *Objects, x *corev1.Namespace) { o.Namespaces = append(o.Namespaces, x) })},
+	"DaemonSet":        {"apps/v1", typed(func(o *Objects, x *appsv1.DaemonSet) { o.DaemonSets = append(o.DaemonSets, x) })},
+	"Deployment":       {"apps/v1", typed(func(o *Objects, x *appsv1.Deployment) { o.Deployments = append(o.Deployments, x) })},
+	"StatefulSet":      {"apps/v1", typed(func(o *Objects, x *appsv1.StatefulSet) { o.StatefulSets = append(o.StatefulSets, x) })},
+	"ReplicaSet":       {"apps/v1", typed(func(o *Objects, x *appsv1.ReplicaSet) { o.ReplicaSets = append(o.ReplicaSets, x) })},
+	"PodDisruptionBudget": {"policy/v1", typed(func(o *Objects, x *policyv1.PodDisruptionBudget) {
+		o.PDBs = append(o.PDBs, x)
+	})},
+	"StorageClass":  {"storage.k8s.io/v1", typed(func(o *Objects, x *storagev1.StorageClass) { o.StorageClasses = append(o.StorageClasses, x) })},
+	"NodePool":      {v1.SchemeGroupVersion.String(), typed(func(o *Objects, x *v1.NodePool) { o.NodePools = append(o.NodePools, x) })},
+	"NodeClaim":     {v1.SchemeGroupVersion.String(), typed(func(o *Objects, x *v1.NodeClaim) { o.NodeClaims = append(o.NodeClaims, x) })},
+	"EC2NodeClass":  {awsv1.SchemeGroupVersion.String(), nodeClass[awsv1.EC2NodeClass]()},
+	"KWOKNodeClass": {kwokv1alpha1.SchemeGroupVersion.String(), nodeClass[kwokv1alpha1.KWOKNodeClass]()},
+}
+
+// KnownKinds lists the kinds Load reads, as "Kind (apiVersion)".
+func KnownKinds() []string {
+	order := []string{"Node", "NodeClaim", "NodePool", "EC2NodeClass", "KWOKNodeClass", "Pod", "DaemonSet", "Deployment",
+		"StatefulSet", "ReplicaSet", "PodDisruptionBudget", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Namespace"}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%s (%s)", k, kinds[k].apiVersion))
+	}
+	return out
+}
+
+// Load reads a YAML stream of any number of documents (and kind: List
+// documents, as `kubectl get -o yaml` writes them) into objs. Nothing is
+// added when any document is bad; the error is an *InputError naming the
+// source, document, line and field.
+func Load(source string, data []byte, objs *Objects) error {
+	staged := &Objects{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for index := 1; ; index++ {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return yamlError(source, index, err)
+		}
+		if len(node.Content) == 0 || node.Content[0].Kind == yaml.ScalarNode && node.Content[0].Tag == "!!null" {
+			index--
+			continue
+		}
+		if err := loadNode(staged, source, index, node.Content[0], ""); err != nil {
+			return err
+		}
+	}
+	objs.append(staged)
+	return nil
+}
+
+func (o *Objects) append(x *Objects) {
+	o.Nodes = append(o.Nodes, x.Nodes...)
+	o.NodeClaims = append(o.NodeClaims, x.NodeClaims...)
+	o.NodePools = append(o.NodePools, x.NodePools...)
+	o.NodeClasses = append(o.NodeClasses, x.NodeClasses...)
+	o.Pods = append(o.Pods, x.Pods...)
+	o.DaemonSets = append(o.DaemonSets, x.DaemonSets...)
+	o.Deployments = append(o.Deployments, x.Deployments...)
+	o.StatefulSets = append(o.StatefulSets, x.StatefulSets...)
+	o.ReplicaSets = append(o.ReplicaSets, x.ReplicaSets...)
+	o.PDBs = append(o.PDBs, x.PDBs...)
+	o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, x.PersistentVolumeClaims...)
+	o.PersistentVolumes = append(o.PersistentVolumes, x.PersistentVolumes...)
+	o.StorageClasses = append(o.StorageClasses, x.StorageClasses...)
+	o.Namespaces = append(o.Namespaces, x.Namespaces...)
+}
+
+// loadNode decodes one object (or List) node; prefix is the field path of
+// the node in its document ("items[2]." for List items).
+func loadNode(o *Objects, source string, index int, node *yaml.Node, prefix string) error {
+	fail := func(field, msg string) error {
+		return &InputError{Source: source, Document: index, Line: lineOf(node, field), Field: prefix + field, Message: msg}
+	}
+	if node.Kind != yaml.MappingNode {
+		return fail("", "not an object")
+	}
+	var raw any
+	if err := node.Decode(&raw); err != nil {
+		return fail("", err.Error())
+	}
+	data, err := json.Marshal(jsonable(raw))
+	if err != nil {
+		return fail("", err.Error())
+	}
+	var head struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	_ = json.Unmarshal(data, &head)
+	if head.Kind == "" {
+		return fail("kind", "missing kind")
+	}
+	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
+		items := mappingValue(node, "items")
+		if items == nil {
+			return nil
+		}
+		for i, item := range items.Content {
+			if err := loadNode(o, source, index, item, fmt.Sprintf("%sitems[%d].", prefix, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	info, ok := kinds[head.Kind]
+	if !ok {
+		return fail("kind", fmt.Sprintf("kind %s is not one Dovetail reads (it reads %s)", head.Kind, strings.Join(KnownKinds(), ", ")))
+	}
+	if head.APIVersion != info.apiVersion {
+		return fail("apiVersion", fmt.Sprintf("%s must be apiVersion %s, not %q", head.Kind, info.apiVersion, head.APIVersion))
+	}
+	for _, e := range info.add(o, data) {
+		field, msg := fieldOf(e)
+		return fail(field, msg)
+	}
+	return nil
+}
+
+var (
+	strictField = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
+	typeField   = regexp.MustCompile(`^json: cannot unmarshal (\S+) into Go struct field [^.]*\.(\S+) of type (\S+)$`)
+	yamlLine    = regexp.MustCompile(`^yaml: line (\d+): `)
+)
+
+// fieldOf turns a strict-decoding error into a field path and a message.
+func fieldOf(err error) (field, msg string) {
+	s := err.Error()
+	if m := strictField.FindStringSubmatch(s); m != nil {
+		return m[2], m[1] + " field"
+	}
+	if m := typeField.FindStringSubmatch(s); m != nil {
+		return m[2], fmt.Sprintf("must be %s, not %s", m[3], m[1])
+	}
+	if i := strings.Index(s, "Go struct field "); i >= 0 {
+		rest := s[i+len("Go struct field "):]
+		if name, _, ok := strings.Cut(rest, " "); ok {
+			if _, path, ok := strings.Cut(name, "."); ok {
+				return path, s
+			}
+		}
+	}
+	return "", s
+}
+
+func yamlError(source string, index int, err error) error {
+	msg := err.Error()
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	return &InputError{Source: source, Document: index, Line: line, Message: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// jsonable turns what go-yaml decodes into values encoding/json accepts
+// (maps with non-string keys become string-keyed).
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+		return x
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonable(e)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+		return x
+	}
+	return v
+}
+
+// mappingValue returns the value node of key in a mapping node, or nil.
+func mappingValue(node *yaml.Node, key string) *yaml.Node {
+	if node == nil || node.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == key {
+			return node.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// lineOf returns the line of the deepest node on a field path
+// (spec.containers[0].image) that the document has.
+func lineOf(node *yaml.Node, path string) int {
+	line := node.Line
+	for _, step := range pathSteps(path) {
+		var next *yaml.Node
+		switch node.Kind {
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(step); err == nil && i >= 0 && i < len(node.Content) {
+				next = node.Content[i]
+				line = next.Line
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				if node.Content[i].Value == step {
+					next = node.Content[i+1]
+					line = node.Content[i].Line
+				}
+			}
+		}
+		if next == nil {
+			break
+		}
+		node = next
+	}
+	return line
+}
+
+// pathSteps splits "spec.containers[0].image" into spec, containers, 0, image.
+func pathSteps(path string) []string {
+	var steps []string
+	for _, part := range strings.Split(path, ".") {
+		for part != "" {
+			open := strings.IndexByte(part, '[')
+			if open < 0 {
+				steps = append(steps, part)
+				break
+			}
+			if open > 0 {
+				steps = append(steps, part[:open])
+			}
+			end := strings.IndexByte(part[open:], ']')
+			if end < 0 {
+				steps = append(steps, part[open+1:])
+				break
+			}
+			steps = append(steps, part[open+1:open+end])
+			part = part[open+end+1:]
+		}
+	}
+	return steps
+}

@@ -1,0 +1,118 @@
+package whatif
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// maxRows bounds each table of WriteResult; the JSON and YAML outputs hold
+// every row.
+const maxRows = 50
+
+// WriteResult prints a simulation for people: one table per part.
+func WriteResult(w io.Writer, r *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
+	p("Note: %s.\n\n", r.Note)
+	p("NODEPOOL\tWEIGHT\tREADY\tREASON\n")
+	for _, np := range r.NodePools {
+		p("%s\t%d\t%t\t%s\n", np.Name, np.Weight, np.Ready, np.Reason)
+	}
+	onNew := 0
+	for _, l := range r.Launches {
+		onNew += len(l.Pods)
+	}
+	p("\nPending pods: %d (%d on new nodes, %d on existing nodes, %d cannot be placed)\n", r.PendingPods, onNew, len(r.Placements), len(r.Unschedulable))
+	if len(r.Launches) > 0 {
+		p("\nNodeClaims to launch: %d\n", len(r.Launches))
+		p("NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tOPTIONS\n")
+		for i, l := range r.Launches {
+			if i == maxRows {
+				p("... and %d more\n", len(r.Launches)-maxRows)
+				break
+			}
+			p("%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", l.NodePool, l.InstanceType, l.Zone, l.CapacityType, l.Price, len(l.Pods), options(l))
+		}
+	}
+	if len(r.Placements) > 0 {
+		p("\nPods placed on existing nodes:\nPOD\tNODE\n")
+		for i, pl := range r.Placements {
+			if i == maxRows {
+				p("... and %d more\n", len(r.Placements)-maxRows)
+				break
+			}
+			p("%s\t%s\n", pl.Pod, pl.Node)
+		}
+	}
+	if len(r.Unschedulable) > 0 {
+		p("\nPods that cannot be placed:\nPOD\tREASON\n")
+		for i, u := range r.Unschedulable {
+			if i == maxRows {
+				p("... and %d more\n", len(r.Unschedulable)-maxRows)
+				break
+			}
+			p("%s\t%s\n", u.Pod, u.Reason)
+		}
+	}
+	d := r.Disruption
+	p("\nDisruption now: ")
+	if d.Command == "" {
+		p("nothing to disrupt\n")
+	} else {
+		p("%s\n", d.Command)
+		p("METHOD\tDECISION\tNODES\tPODS MOVED\tREPLACEMENTS\t$/H BEFORE\t$/H AFTER\tSAVINGS $/H\n")
+		var repl []string
+		for _, l := range d.Replacements {
+			repl = append(repl, fmt.Sprintf("%s (%s, %s, %s)", l.InstanceType, l.NodePool, l.Zone, l.CapacityType))
+		}
+		p("%s\t%s\t%s\t%d\t%s\t%.4f\t%.4f\t%.4f\n", d.Method, d.Decision, strings.Join(d.Nodes, ","), d.PodsMoved, orNone(strings.Join(repl, ", ")),
+			d.PriceBefore, d.PriceAfter, d.Savings)
+	}
+	if len(d.Blocked) > 0 {
+		p("\nNodes not disrupted:\nNODE\tREASON\tMESSAGE\n")
+		for i, b := range d.Blocked {
+			if i == maxRows {
+				p("... and %d more\n", len(d.Blocked)-maxRows)
+				break
+			}
+			p("%s\t%s\t%s\n", b.Node, b.Reason, b.Message)
+		}
+	}
+	if len(d.Budgets) > 0 {
+		p("\nDisruption budgets now:\nNODEPOOL\tREASON\tALLOWED\tNODES\tELIGIBLE\n")
+		for _, b := range d.Budgets {
+			allowed := fmt.Sprint(b.Allowed)
+			if b.Allowed < 0 {
+				allowed = "unlimited"
+			}
+			p("%s\t%s\t%s\t%d\t%d\n", b.NodePool, b.Reason, allowed, b.Nodes, b.Eligible)
+		}
+	}
+	c := r.Cost
+	p("\nCost: $%.4f/h now, $%.4f/h after launches, $%.4f/h after disruption (%+.4f $/h)", c.Before, c.AfterProvisioning, c.After, c.After-c.Before)
+	if c.Unpriced > 0 {
+		p("; %d node(s) have no catalog price and are not counted", c.Unpriced)
+	}
+	p("\n")
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing result: %w", err)
+	}
+	return nil
+}
+
+func options(l Launch) string {
+	s := strings.Join(l.InstanceTypes, ",")
+	if l.Options > len(l.InstanceTypes) {
+		s += fmt.Sprintf(" (+%d more)", l.Options-len(l.InstanceTypes))
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
