@@ -2,11 +2,11 @@ package whatif
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
 	sigsjson "sigs.k8s.io/json"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
@@ -124,29 +125,88 @@ func KnownKinds() []string {
 // Load reads a YAML stream of any number of documents (and kind: List
 // documents, as `kubectl get -o yaml` writes them) into objs. Nothing is
 // added when any document is bad; the error is an *InputError naming the
-// source, document, line and field.
+// source, document, line and field. Documents are decoded in parallel: a
+// snapshot of a large cluster is megabytes of YAML.
 func Load(source string, data []byte, objs *Objects) error {
-	staged := &Objects{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for index := 1; ; index++ {
-		var node yaml.Node
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return yamlError(source, index, err)
-		}
-		if len(node.Content) == 0 || node.Content[0].Kind == yaml.ScalarNode && node.Content[0].Tag == "!!null" {
-			index--
-			continue
-		}
-		if err := loadNode(staged, source, index, node.Content[0], ""); err != nil {
-			return err
+	chunks := splitDocuments(data)
+	results := make([]*Objects, len(chunks))
+	errs := make([]error, len(chunks))
+	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(chunks), func(i int) {
+		results[i], errs[i] = loadChunk(source, i+1, chunks[i])
+	})
+	for i := range chunks {
+		if errs[i] != nil {
+			return errs[i]
 		}
 	}
-	objs.append(staged)
+	for _, r := range results {
+		objs.append(r)
+	}
 	return nil
+}
+
+// chunk is the text of one YAML document and the line it starts at.
+type chunk struct {
+	text []byte
+	line int
+}
+
+// splitDocuments splits a YAML stream at its "---" lines, dropping chunks
+// of nothing but comments and blank lines, so that documents are numbered
+// as a reader counts them.
+func splitDocuments(data []byte) []chunk {
+	var out []chunk
+	start, line := 0, 1
+	cur := chunk{line: 1}
+	flush := func(end int) {
+		cur.text = data[start:end]
+		if hasContent(cur.text) {
+			out = append(out, cur)
+		}
+	}
+	for i := 0; i < len(data); {
+		end := bytes.IndexByte(data[i:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = i + end + 1
+		}
+		text := bytes.TrimRight(data[i:next], "\r\n")
+		if bytes.Equal(text, []byte("---")) || bytes.HasPrefix(text, []byte("--- ")) {
+			flush(i)
+			start = next
+			cur = chunk{line: line + 1}
+		}
+		i = next
+		line++
+	}
+	flush(len(data))
+	return out
+}
+
+func hasContent(text []byte) bool {
+	for _, l := range bytes.Split(text, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' {
+			return true
+		}
+	}
+	return false
+}
+
+// loadChunk decodes one document.
+func loadChunk(source string, index int, c chunk) (*Objects, error) {
+	var node yaml.Node
+	if err := yaml.Unmarshal(c.text, &node); err != nil {
+		return nil, yamlError(source, index, c.line, err)
+	}
+	o := &Objects{}
+	if len(node.Content) == 0 || node.Content[0].Kind == yaml.ScalarNode && node.Content[0].Tag == "!!null" {
+		return o, nil
+	}
+	if err := loadNode(o, source, index, c.line-1, node.Content[0], ""); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 func (o *Objects) append(x *Objects) {
@@ -168,48 +228,42 @@ func (o *Objects) append(x *Objects) {
 
 // loadNode decodes one object (or List) node; prefix is the field path of
 // the node in its document ("items[2]." for List items).
-func loadNode(o *Objects, source string, index int, node *yaml.Node, prefix string) error {
+func loadNode(o *Objects, source string, index, offset int, node *yaml.Node, prefix string) error {
 	fail := func(field, msg string) error {
-		return &InputError{Source: source, Document: index, Line: lineOf(node, field), Field: prefix + field, Message: msg}
+		return &InputError{Source: source, Document: index, Line: offset + lineOf(node, field), Field: prefix + field, Message: msg}
 	}
 	if node.Kind != yaml.MappingNode {
 		return fail("", "not an object")
 	}
-	var raw any
-	if err := node.Decode(&raw); err != nil {
-		return fail("", err.Error())
+	scalar := func(key string) string {
+		if v := mappingValue(node, key); v != nil && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+		return ""
 	}
-	data, err := json.Marshal(jsonable(raw))
-	if err != nil {
-		return fail("", err.Error())
-	}
-	var head struct {
-		APIVersion string            `json:"apiVersion"`
-		Kind       string            `json:"kind"`
-		Items      []json.RawMessage `json:"items"`
-	}
-	_ = json.Unmarshal(data, &head)
-	if head.Kind == "" {
+	apiVersion, kind := scalar("apiVersion"), scalar("kind")
+	if kind == "" {
 		return fail("kind", "missing kind")
 	}
-	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
-		items := mappingValue(node, "items")
-		if items == nil {
-			return nil
-		}
+	if items := mappingValue(node, "items"); items != nil && (kind == "List" || strings.HasSuffix(kind, "List")) {
 		for i, item := range items.Content {
-			if err := loadNode(o, source, index, item, fmt.Sprintf("%sitems[%d].", prefix, i)); err != nil {
+			if err := loadNode(o, source, index, offset, item, fmt.Sprintf("%sitems[%d].", prefix, i)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	info, ok := kinds[head.Kind]
-	if !ok {
-		return fail("kind", fmt.Sprintf("kind %s is not one Dovetail reads (it reads %s)", head.Kind, strings.Join(KnownKinds(), ", ")))
+	var buf bytes.Buffer
+	if err := toJSON(&buf, node); err != nil {
+		return fail("", err.Error())
 	}
-	if head.APIVersion != info.apiVersion {
-		return fail("apiVersion", fmt.Sprintf("%s must be apiVersion %s, not %q", head.Kind, info.apiVersion, head.APIVersion))
+	data := buf.Bytes()
+	info, ok := kinds[kind]
+	if !ok {
+		return fail("kind", fmt.Sprintf("kind %s is not one Dovetail reads (it reads %s)", kind, strings.Join(KnownKinds(), ", ")))
+	}
+	if apiVersion != info.apiVersion {
+		return fail("apiVersion", fmt.Sprintf("%s must be apiVersion %s, not %q", kind, info.apiVersion, apiVersion))
 	}
 	for _, e := range info.add(o, data) {
 		field, msg := fieldOf(e)
@@ -244,38 +298,88 @@ func fieldOf(err error) (field, msg string) {
 	return "", s
 }
 
-func yamlError(source string, index int, err error) error {
+func yamlError(source string, index, start int, err error) error {
 	msg := err.Error()
-	line := 0
+	line := start
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
+		n, _ := strconv.Atoi(m[1])
+		line, msg = start+n-1, msg[len(m[0]):]
 	}
 	return &InputError{Source: source, Document: index, Line: line, Message: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
-// jsonable turns what go-yaml decodes into values encoding/json accepts
-// (maps with non-string keys become string-keyed).
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
+// toJSON writes a YAML node as JSON, resolving scalars as go-yaml does
+// (timestamps stay strings, as Kubernetes writes them). Walking the node
+// tree is several times faster than decoding it into maps and encoding
+// those, which matters for snapshots of large clusters.
+func toJSON(buf *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			buf.WriteString("null")
+			return nil
 		}
-		return x
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonable(e)
+		return toJSON(buf, n.Content[0])
+	case yaml.AliasNode:
+		return toJSON(buf, n.Alias)
+	case yaml.MappingNode:
+		buf.WriteByte('{')
+		first := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				return fmt.Errorf("line %d: merge keys (<<) are not supported", k.Line)
+			}
+			if !first {
+				buf.WriteByte(',')
+			}
+			first = false
+			key, _ := json.Marshal(k.Value)
+			buf.Write(key)
+			buf.WriteByte(':')
+			if err := toJSON(buf, v); err != nil {
+				return err
+			}
 		}
-		return out
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
+		buf.WriteByte('}')
+	case yaml.SequenceNode:
+		buf.WriteByte('[')
+		for i, v := range n.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := toJSON(buf, v); err != nil {
+				return err
+			}
 		}
-		return x
+		buf.WriteByte(']')
+	case yaml.ScalarNode:
+		return scalarJSON(buf, n)
 	}
-	return v
+	return nil
+}
+
+func scalarJSON(buf *bytes.Buffer, n *yaml.Node) error {
+	switch n.ShortTag() {
+	case "!!null":
+		buf.WriteString("null")
+		return nil
+	case "!!bool", "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			// NaN and infinities have no JSON form; keep them as text.
+			out, _ = json.Marshal(n.Value)
+		}
+		buf.Write(out)
+		return nil
+	}
+	out, _ := json.Marshal(n.Value)
+	buf.Write(out)
+	return nil
 }
 
 // mappingValue returns the value node of key in a mapping node, or nil.

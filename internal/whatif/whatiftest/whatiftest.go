@@ -174,7 +174,8 @@ func Deployment(namespace, name string, replicas int32, cpu, memory string) *app
 
 // Large builds a cluster of nodes m5.2xlarge nodes in three zones, each
 // running podsPerNode pods of 500m and 1Gi (so that the nodes are about
-// half full), plus pending pods of 1 cpu and 2Gi, in one NodePool.
+// half full), plus pending pods of 4 cpu and 8Gi (too large for the room
+// left on them), in one NodePool.
 func Large(types []*cloudprovider.InstanceType, nodes, podsPerNode, pending int) (*whatif.Objects, error) {
 	var it *cloudprovider.InstanceType
 	for _, t := range types {
@@ -198,7 +199,7 @@ func Large(types []*cloudprovider.InstanceType, nodes, podsPerNode, pending int)
 		}
 	}
 	for i := range pending {
-		o.Pods = append(o.Pods, Pod("default", fmt.Sprintf("pending-%d", i), "pending", "", "1", "2Gi"))
+		o.Pods = append(o.Pods, Pod("default", fmt.Sprintf("pending-%d", i), "pending", "", "4", "8Gi"))
 	}
 	return o, nil
 }
