@@ -111,6 +111,13 @@ type Offering struct {
 	// Available is false while the provider knows it cannot launch this
 	// offering (for example after an insufficient-capacity error).
 	Available bool
+	// ReservationID is the capacity reservation a reserved offering launches
+	// into (karpenter.k8s.aws/capacity-reservation-id on AWS); empty for
+	// spot and on-demand offerings.
+	ReservationID string
+	// ReservationCapacity is how many more instances the reservation takes;
+	// a reserved offering with none left is not Available.
+	ReservationCapacity int
 }
 
 // CheapestOffering returns the cheapest available offering for which allowed

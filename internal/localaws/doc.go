@@ -28,7 +28,9 @@
 //     DescribeInstanceTypes, DescribeInstanceTypeOfferings,
 //     DescribeSpotPriceHistory, CreateLaunchTemplate,
 //     DescribeLaunchTemplates, DeleteLaunchTemplate, CreateFleet (instant),
-//     DescribeInstances, TerminateInstances, CreateTags; filters, paging,
+//     DescribeInstances, TerminateInstances, CreateTags,
+//     DescribeCapacityReservations (counts enforced by CreateFleet);
+//     filters, paging,
 //     DryRun; instance lifecycle pending -> running -> shutting-down ->
 //     terminated (and stopping -> stopped) on the endpoint's clock
 //     (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-lifecycle.html);
@@ -83,7 +85,8 @@
 //
 // # Faults
 //
-// SetInsufficientCapacity, SetThrottle (EC2 only), SetDescribeLag,
+// AddCapacityReservation (seeds a reservation), SetInsufficientCapacity,
+// SetThrottle (EC2 only), SetDescribeLag,
 // StopInstance and TerminateInstance (behind the client's back), and
 // interruption messages on the queue with the exact EventBridge bodies
 // (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html,

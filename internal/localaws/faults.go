@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws/sqs"
 )
 
@@ -22,6 +23,20 @@ const ScheduledChangeEventType = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
 // capacityType is "spot" or "on-demand".
 func (s *Server) SetInsufficientCapacity(instanceType, zone, capacityType string, on bool) {
 	s.ec2.SetInsufficientCapacity(instanceType, zone, capacityType, on)
+}
+
+// AddCapacityReservation seeds an On-Demand Capacity Reservation or a
+// Capacity Block in the account (see ec2.CapacityReservation for the
+// defaults). DescribeCapacityReservations lists it; CreateFleet launches
+// into it only through a launch template that targets it, one slot per
+// instance, and reports ReservationCapacityExceeded once it is full;
+// terminating an instance gives its slot back.
+func (s *Server) AddCapacityReservation(cr ec2.CapacityReservation) (ec2.CapacityReservation, error) {
+	out, err := s.ec2.AddCapacityReservation(cr)
+	if err != nil {
+		return out, fmt.Errorf("seeding capacity reservation: %w", err)
+	}
+	return out, nil
 }
 
 // SetThrottle makes that fraction (0 to 1) of EC2 requests fail with

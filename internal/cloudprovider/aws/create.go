@@ -47,12 +47,17 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
 	}
 	candidates := compatible(all, reqs, nodeClaim.Spec.Resources.Requests)
-	// 3. Spot when allowed and available, else on-demand; cheapest types first.
+	// 3. Reserved when allowed and a reservation has room, else spot when
+	//    allowed and available, else on-demand; cheapest types first.
 	capacityType := chooseCapacityType(candidates, reqs)
 	plan := launchPlan(candidates, reqs, capacityType)
+	if capacityType == karpv1.CapacityTypeReserved {
+		plan = reservedPlan(plan, nc)
+	}
 	if len(plan.types) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
-			"no available %s offering of the %d instance types nodeclaim %s allows fits its requests", capacityType, len(candidates), nodeClaim.Name))
+			"all offerings were unavailable: no available %s offering of the %d instance types nodeclaim %s allows fits its requests",
+			capacityType, len(candidates), nodeClaim.Name))
 	}
 	// 4. Launch templates, then one CreateFleet call; templates found gone
 	//    are recreated and the launch retried once.
@@ -70,20 +75,31 @@ func (c *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 	plan launchCandidates, tags map[string]string) (*instance.Instance, error) {
 	templateTags := maps.Clone(tags)
 	delete(templateTags, instance.TagNodeClaim)
-	templates, err := launchtemplate.Resolve(c.cluster, launchtemplate.Input{
-		NodeClass: nc, NodeClaim: nodeClaim, CapacityType: capacityType, InstanceTypes: plan.types, Tags: templateTags,
-	})
-	if err != nil {
-		return nil, cloudprovider.NewCreateError(err, "LaunchTemplateResolutionFailed", err.Error())
-	}
 	req := instance.LaunchRequest{
-		NodeClaim: nodeClaim.Name, CapacityType: capacityType, Offerings: plan.offerings,
+		NodeClaim: nodeClaim.Name, CapacityType: capacityType, ReservationType: plan.reservationType, Offerings: plan.offerings,
 		Subnets: subnetsByZone(nc), Tags: tags, Context: nc.Spec.Context,
 	}
+	// One set of templates per reservation of a reserved launch (each
+	// targets its reservation), else one set.
+	reservations := []string{""}
+	if capacityType == karpv1.CapacityTypeReserved {
+		reservations = plan.reservations()
+	}
+	var templates []launchtemplate.Template
 	var names []string
-	for _, t := range templates {
-		req.Templates = append(req.Templates, instance.LaunchTemplate{Name: t.Name, ImageID: t.ImageID, InstanceTypes: t.InstanceTypes})
-		names = append(names, t.Name)
+	for _, id := range reservations {
+		resolved, err := launchtemplate.Resolve(c.cluster, launchtemplate.Input{
+			NodeClass: nc, NodeClaim: nodeClaim, CapacityType: capacityType, InstanceTypes: plan.typesOf(id), Tags: templateTags,
+			CapacityReservationID: id, CapacityReservationType: plan.reservationType,
+		})
+		if err != nil {
+			return nil, cloudprovider.NewCreateError(err, "LaunchTemplateResolutionFailed", err.Error())
+		}
+		for _, t := range resolved {
+			req.Templates = append(req.Templates, instance.LaunchTemplate{Name: t.Name, ImageID: t.ImageID, InstanceTypes: t.InstanceTypes, ReservationID: id})
+			names = append(names, t.Name)
+		}
+		templates = append(templates, resolved...)
 	}
 	for attempt := 0; ; attempt++ {
 		if err := c.launchTemplates.Ensure(ctx, templates); err != nil {
@@ -103,6 +119,90 @@ func (c *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 type launchCandidates struct {
 	types     []*cloudprovider.InstanceType
 	offerings []instance.Offering
+	// reservationType is the type of the reservations of a reserved launch.
+	reservationType string
+}
+
+// reservations lists the reservations of the plan's offerings, in order.
+func (p launchCandidates) reservations() []string {
+	var out []string
+	for _, o := range p.offerings {
+		if o.ReservationID != "" && !slices.Contains(out, o.ReservationID) {
+			out = append(out, o.ReservationID)
+		}
+	}
+	return out
+}
+
+// typesOf returns the plan's types that have an offering in reservation id
+// (every type for "").
+func (p launchCandidates) typesOf(id string) []*cloudprovider.InstanceType {
+	if id == "" {
+		return p.types
+	}
+	var out []*cloudprovider.InstanceType
+	for _, it := range p.types {
+		if slices.ContainsFunc(p.offerings, func(o instance.Offering) bool { return o.InstanceType == it.Name && o.ReservationID == id }) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// reservedPlan narrows a reserved plan as Karpenter does: to one
+// reservation type (default, On-Demand Capacity Reservations, when any has
+// room; else capacity blocks, of which only the cheapest offering is kept),
+// and per type and zone to the reservation with the most room.
+func reservedPlan(plan launchCandidates, nc *awsv1.EC2NodeClass) launchCandidates {
+	typeOf := map[string]string{}
+	for _, cr := range nc.Status.CapacityReservations {
+		typeOf[cr.ID] = string(cr.ReservationType)
+		if typeOf[cr.ID] == "" {
+			typeOf[cr.ID] = string(awsv1.CapacityReservationTypeDefault)
+		}
+	}
+	plan.reservationType = string(awsv1.CapacityReservationTypeCapacityBlock)
+	for _, o := range plan.offerings {
+		if typeOf[o.ReservationID] == string(awsv1.CapacityReservationTypeDefault) {
+			plan.reservationType = string(awsv1.CapacityReservationTypeDefault)
+		}
+	}
+	best := map[[2]string]instance.Offering{}
+	room := map[string]int{}
+	for _, it := range plan.types {
+		for _, o := range it.Offerings {
+			if o.ReservationID != "" {
+				room[o.ReservationID] = o.ReservationCapacity
+			}
+		}
+	}
+	var kept []instance.Offering
+	for _, o := range plan.offerings {
+		if typeOf[o.ReservationID] != plan.reservationType {
+			continue
+		}
+		key := [2]string{o.InstanceType, o.Zone}
+		if b, ok := best[key]; !ok || room[o.ReservationID] > room[b.ReservationID] {
+			best[key] = o
+		}
+	}
+	for _, o := range plan.offerings {
+		if b, ok := best[[2]string{o.InstanceType, o.Zone}]; ok && b == o {
+			kept = append(kept, o)
+		}
+	}
+	if plan.reservationType == string(awsv1.CapacityReservationTypeCapacityBlock) && len(kept) > 1 {
+		kept = kept[:1]
+	}
+	plan.offerings = kept
+	var types []*cloudprovider.InstanceType
+	for _, it := range plan.types {
+		if slices.ContainsFunc(kept, func(o instance.Offering) bool { return o.InstanceType == it.Name }) {
+			types = append(types, it)
+		}
+	}
+	plan.types = types
+	return plan
 }
 
 // compatible keeps the types the claim's requirements allow, that have an
@@ -133,13 +233,15 @@ func offeringAllowed(reqs requirements.Requirements, capacityType string) func(c
 	}
 }
 
-// chooseCapacityType is spot when the claim allows it and some candidate
-// has an available spot offering it allows, else on-demand.
+// chooseCapacityType is the first of reserved and spot that the claim
+// allows and some candidate has an available offering of, else on-demand.
 func chooseCapacityType(candidates []*cloudprovider.InstanceType, reqs requirements.Requirements) string {
-	spot := offeringAllowed(reqs, karpv1.CapacityTypeSpot)
-	for _, it := range candidates {
-		if _, ok := it.CheapestOffering(spot); ok {
-			return karpv1.CapacityTypeSpot
+	for _, ct := range []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeSpot} {
+		allowed := offeringAllowed(reqs, ct)
+		for _, it := range candidates {
+			if _, ok := it.CheapestOffering(allowed); ok {
+				return ct
+			}
 		}
 	}
 	return karpv1.CapacityTypeOnDemand
@@ -170,7 +272,7 @@ func launchPlan(candidates []*cloudprovider.InstanceType, reqs requirements.Requ
 		plan.types = append(plan.types, p.it)
 		for _, o := range p.it.Offerings {
 			if o.Available && allowed(o) {
-				plan.offerings = append(plan.offerings, instance.Offering{InstanceType: p.it.Name, Zone: o.Zone, Price: o.Price})
+				plan.offerings = append(plan.offerings, instance.Offering{InstanceType: p.it.Name, Zone: o.Zone, Price: o.Price, ReservationID: o.ReservationID})
 			}
 		}
 	}
@@ -241,6 +343,10 @@ func (c *CloudProvider) launched(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeC
 	out.Labels[corev1.LabelInstanceTypeStable] = inst.Type
 	out.Labels[corev1.LabelTopologyZone] = inst.Zone
 	out.Labels[karpv1.CapacityTypeLabelKey] = inst.CapacityType
+	if inst.CapacityReservationID != "" {
+		out.Labels[awsv1.LabelCapacityReservationID] = inst.CapacityReservationID
+		out.Labels[awsv1.LabelCapacityReservationType] = cmp.Or(inst.CapacityReservationType, string(awsv1.CapacityReservationTypeDefault))
+	}
 	for _, s := range nc.Status.Subnets {
 		if s.ID == inst.SubnetID && s.ZoneID != "" {
 			out.Labels[ZoneIDLabelKey] = s.ZoneID

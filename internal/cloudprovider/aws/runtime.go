@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/ami"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/capacityreservation"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instance"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instanceprofile"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instancetype"
@@ -122,11 +123,16 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	reservations := capacityreservation.NewProvider(clients.EC2, deps.Clock)
+	instanceTypes.UseReservations(reservations)
 	templates := launchtemplate.NewProvider(clients.EC2, deps.Clock, s.ClusterName)
 	instances := instance.NewProvider(clients.EC2, deps.Clock, instance.Options{
-		ClusterName:    s.ClusterName,
-		OnUnavailable:  offerings.MarkUnavailable,
-		LaunchFailures: launchFailures,
+		ClusterName:              s.ClusterName,
+		OnUnavailable:            offerings.MarkUnavailable,
+		OnReservationLaunched:    reservations.MarkLaunched,
+		OnReservationUnavailable: reservations.MarkUnavailable,
+		OnReservationReleased:    reservations.MarkTerminated,
+		LaunchFailures:           launchFailures,
 	})
 	versions, err := discovery.NewDiscoveryClientForConfig(deps.RESTConfig)
 	if err != nil {
@@ -137,6 +143,7 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		SecurityGroups:        securitygroup.NewProvider(clients.EC2, deps.Clock),
 		AMIs:                  ami.NewProvider(clients.EC2, clients.SSM, versions, deps.Clock),
 		InstanceProfiles:      instanceprofile.NewProvider(clients.IAM, cfg.Region, s.ClusterName, deps.Clock),
+		CapacityReservations:  reservations,
 		ClusterCIDR:           cidr,
 		ValidateUserData:      userdata.Validate,
 		DeleteLaunchTemplates: templates.DeleteForNodeClass,

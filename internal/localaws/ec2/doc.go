@@ -33,9 +33,18 @@
 //     Priority first); a pool with insufficient capacity
 //     (SetInsufficientCapacity), no free address, an unknown AMI or a
 //     mismatched architecture is reported in Errors and skipped; all of
-//     TotalTargetCapacity launches from the first pool that works.
+//     TotalTargetCapacity launches from the first pool that works. A launch
+//     template whose CapacityReservationSpecification targets a capacity
+//     reservation launches only its type in its zone, one slot per
+//     instance; a full reservation is ReservationCapacityExceeded.
+//     DefaultTargetCapacityType capacity-block is served as on-demand.
 //   - DescribeInstances, TerminateInstances, CreateTags (instances, launch
 //     templates, subnets, security groups, AMIs, VPCs).
+//   - DescribeCapacityReservations (instance-type, owner-id,
+//     availability-zone, instance-platform, tenancy, state,
+//     instance-match-criteria, end-date-type) over the reservations seeded
+//     with AddCapacityReservation; an instance gives its slot back when it
+//     starts shutting down.
 //
 // Every other Action answers InvalidAction. DryRun=true answers
 // DryRunOperation for every action. Describe calls validate MaxResults

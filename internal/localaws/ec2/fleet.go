@@ -117,6 +117,10 @@ func (s *Service) createFleet(p params) (response, error) {
 			capacityType = CapacityTypeSpot
 		}
 	case CapacityTypeOnDemand, CapacityTypeSpot:
+	case "capacity-block":
+		// A Capacity Block launch: its instances are on-demand instances in
+		// the block the launch template targets.
+		capacityType = CapacityTypeOnDemand
 	default:
 		return nil, apiErrorf(400, "InvalidParameterValue", "Value (%s) for parameter TargetCapacitySpecification.DefaultTargetCapacityType is invalid. This endpoint models spot and on-demand.", capacityType)
 	}
@@ -154,6 +158,9 @@ func (s *Service) createFleet(p params) (response, error) {
 			break
 		}
 		code, msg := s.unavailableLocked(c, capacityType)
+		if id := targetedReservation(c.lt); code == "" && id != "" {
+			code, msg = s.reservationUnavailableLocked(c, id)
+		}
 		if code != "" {
 			out.Errors = append(out.Errors, fleetErrorXML{LaunchTemplateAndOverrides: c.xml(), Lifecycle: capacityType, ErrorCode: code, ErrorMessage: msg})
 			continue
@@ -359,11 +366,18 @@ func (s *Service) launchLocked(c *override, capacityType string, n int, fleetID 
 	}
 	reservation := s.newIDLocked("r")
 	now := s.now()
+	target := targetedReservation(c.lt)
 	var ids []string
 	for range n {
+		if target != "" && s.reservationLocked(target).AvailableInstanceCount <= 0 {
+			break
+		}
 		ip, ok := sn.allocate()
 		if !ok {
 			break
+		}
+		if target != "" {
+			s.takeReservationLocked(target)
 		}
 		in := &instance{Instance{
 			ID:                    s.newIDLocked("i"),
@@ -389,7 +403,8 @@ func (s *Service) launchLocked(c *override, capacityType string, n int, fleetID 
 			InterfaceTypes:        slices.Clone(ifaces),
 			FleetID:               fleetID,
 			ReservationID:         reservation,
-		}}
+			CapacityReservationID: target,
+		}, false}
 		if capacityType == CapacityTypeSpot {
 			in.SpotInstanceRequestID = s.newIDLocked("sir")
 		}

@@ -58,6 +58,9 @@ type Instance struct {
 	LaunchTime time.Time
 	// CapacityType is CapacityTypeOnDemand or CapacityTypeSpot.
 	CapacityType string
+	// CapacityReservationID is the capacity reservation the instance was
+	// launched into, "" for none.
+	CapacityReservationID string
 	// SpotInstanceRequestID is the sir- id of spot instances.
 	SpotInstanceRequestID string
 	// Tenancy is default or dedicated.
@@ -89,6 +92,9 @@ type Instance struct {
 // instance is an Instance in the state.
 type instance struct {
 	Instance
+	// reservationReleased is set once the instance's capacity reservation
+	// slot has been given back.
+	reservationReleased bool
 }
 
 // public deep-copies an instance out of the state.
@@ -190,6 +196,9 @@ func (s *Service) setStateLocked(in *instance, st InstanceState, reason string, 
 	in.State, in.StateChangeTime = st, at
 	if reason != "" || st == StatePending || st == StateRunning {
 		in.StateReason = reason
+	}
+	if st == StateShuttingDown || st == StateTerminated {
+		s.releaseReservationLocked(in)
 	}
 	if st == StateTerminated {
 		if sn := s.subnetLocked(in.SubnetID); sn != nil {

@@ -29,6 +29,7 @@ type instanceXML struct {
 	RootDeviceName        string          `xml:"rootDeviceName"`
 	InstanceLifecycle     string          `xml:"instanceLifecycle,omitempty"`
 	SpotInstanceRequestID string          `xml:"spotInstanceRequestId,omitempty"`
+	CapacityReservationID string          `xml:"capacityReservationId,omitempty"`
 	VirtualizationType    string          `xml:"virtualizationType"`
 	Hypervisor            string          `xml:"hypervisor"`
 	TagSet                *tagSet         `xml:"tagSet,omitempty"`
@@ -151,6 +152,7 @@ func (s *Service) instanceXMLLocked(in *instance) instanceXML {
 	if in.CapacityType == CapacityTypeSpot {
 		x.InstanceLifecycle, x.SpotInstanceRequestID = "spot", in.SpotInstanceRequestID
 	}
+	x.CapacityReservationID = in.CapacityReservationID
 	if in.IAMInstanceProfile != "" {
 		arn := in.IAMInstanceProfile
 		if !strings.HasPrefix(arn, "arn:") {

@@ -102,6 +102,7 @@ type state struct {
 	spotPrices map[string]map[string]float64
 
 	ice          map[offeringKey]bool
+	reservations []*CapacityReservation
 	throttleRate float64
 	describeLag  time.Duration
 
@@ -244,6 +245,7 @@ var handlers = map[string]handler{
 	"DescribeInstances":             (*Service).describeInstances,
 	"TerminateInstances":            (*Service).terminateInstances,
 	"CreateTags":                    (*Service).createTags,
+	"DescribeCapacityReservations":  (*Service).describeCapacityReservations,
 }
 
 // ServeHTTP answers one EC2 Query request: authentication (a SigV4

@@ -25,6 +25,9 @@ type LaunchTemplate struct {
 	ImageID string
 	// InstanceTypes are the types launched from this template.
 	InstanceTypes []string
+	// ReservationID is the capacity reservation the template targets, for
+	// reserved launches (one template per reservation).
+	ReservationID string
 }
 
 // Offering is one (instance type, zone) the launch may use, at its price.
@@ -32,14 +35,19 @@ type Offering struct {
 	InstanceType string
 	Zone         string
 	Price        float64
+	// ReservationID is the reservation of a reserved offering.
+	ReservationID string
 }
 
 // LaunchRequest is everything one launch needs, resolved by the caller.
 type LaunchRequest struct {
 	// NodeClaim names the claim the instance is for; it is tagged with it.
 	NodeClaim string
-	// CapacityType is spot or on-demand.
+	// CapacityType is spot, on-demand or reserved.
 	CapacityType string
+	// ReservationType is the type of the reservations of a reserved launch:
+	// default or capacity-block.
+	ReservationType string
 	// Templates are the launch templates and the types each serves.
 	Templates []LaunchTemplate
 	// Offerings are the available offerings the claim allows, of the
@@ -77,11 +85,11 @@ const maxOverrideTypes = 60
 
 // buildFleetInput turns a launch into a CreateFleet request.
 func buildFleetInput(req LaunchRequest) (*ec2.CreateFleetInput, error) {
-	templateOf := map[string]LaunchTemplate{}
+	templateOf := map[[2]string]LaunchTemplate{}
 	for _, t := range req.Templates {
 		for _, it := range t.InstanceTypes {
-			if _, dup := templateOf[it]; !dup {
-				templateOf[it] = t
+			if _, dup := templateOf[[2]string{it, t.ReservationID}]; !dup {
+				templateOf[[2]string{it, t.ReservationID}] = t
 			}
 		}
 	}
@@ -89,7 +97,7 @@ func buildFleetInput(req LaunchRequest) (*ec2.CreateFleetInput, error) {
 	seen := map[[2]string]bool{}
 	types := map[string]bool{}
 	for _, o := range req.Offerings {
-		t, ok := templateOf[o.InstanceType]
+		t, ok := templateOf[[2]string{o.InstanceType, o.ReservationID}]
 		subnet := req.Subnets[o.Zone]
 		if !ok || subnet == "" || seen[[2]string{o.InstanceType, o.Zone}] {
 			continue
@@ -129,17 +137,39 @@ func buildFleetInput(req LaunchRequest) (*ec2.CreateFleetInput, error) {
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(req.CapacityType),
+			DefaultTargetCapacityType: targetCapacityType(req),
 		},
 		TagSpecifications: tagSpecifications(req.Tags,
 			ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
-	if req.CapacityType == "spot" {
+	switch {
+	case req.CapacityType == "spot":
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case req.CapacityType == capacityTypeReserved && req.ReservationType == reservationTypeCapacityBlock:
+		// A capacity block takes no allocation strategy.
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in, nil
+}
+
+const (
+	capacityTypeReserved         = "reserved"
+	reservationTypeCapacityBlock = "capacity-block"
+)
+
+// targetCapacityType is the fleet's DefaultTargetCapacityType: the capacity
+// type, except that a reserved launch is on-demand into an On-Demand
+// Capacity Reservation and capacity-block into a Capacity Block (the
+// launch template targets the reservation).
+func targetCapacityType(req LaunchRequest) ec2types.DefaultTargetCapacityType {
+	switch {
+	case req.CapacityType != capacityTypeReserved:
+		return ec2types.DefaultTargetCapacityType(req.CapacityType)
+	case req.ReservationType == reservationTypeCapacityBlock:
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
 // tagSpecifications tags each resource type with tags, keys sorted.
@@ -196,9 +226,31 @@ func launchResult(out *ec2.CreateFleetOutput, req LaunchRequest) (*Instance, []F
 		if fi.Lifecycle == ec2types.InstanceLifecycleSpot {
 			inst.CapacityType = "spot"
 		}
+		if req.CapacityType == capacityTypeReserved {
+			inst.CapacityReservationID = reservationOf(req, fi.LaunchTemplateAndOverrides)
+			inst.CapacityReservationType = req.ReservationType
+		}
 		return inst, errs
 	}
 	return nil, errs
+}
+
+// reservationOf returns the reservation targeted by the launch template a
+// fleet answer names.
+func reservationOf(req LaunchRequest, lto *ec2types.LaunchTemplateAndOverridesResponse) string {
+	if lto == nil || lto.LaunchTemplateSpecification == nil {
+		if len(req.Templates) == 1 {
+			return req.Templates[0].ReservationID
+		}
+		return ""
+	}
+	name := deref(lto.LaunchTemplateSpecification.LaunchTemplateName)
+	for _, t := range req.Templates {
+		if t.Name == name {
+			return t.ReservationID
+		}
+	}
+	return ""
 }
 
 // launchFailure is the error of a launch that returned no instance.
@@ -212,10 +264,11 @@ func launchFailure(errs []FleetError) error {
 		unfulfillable = unfulfillable && IsUnfulfillableCapacity(e.Code)
 		msgs = append(msgs, fmt.Sprintf("%s (%s, %s): %s", e.Code, e.InstanceType, e.Zone, e.Message))
 	}
-	err := fmt.Errorf("creating fleet: %s", strings.Join(dedupe(msgs), "; "))
 	if unfulfillable {
-		return cloudprovider.NewInsufficientCapacityError(err)
+		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf(
+			"all %d offerings tried were unavailable during launch: %s", len(errs), strings.Join(dedupe(msgs), "; ")))
 	}
+	err := fmt.Errorf("creating fleet: %s", strings.Join(dedupe(msgs), "; "))
 	reason := ConditionReason(errs[0].Code)
 	return cloudprovider.NewCreateError(err, reason, err.Error())
 }
@@ -276,10 +329,30 @@ func (p *Provider) launch(ctx context.Context, req LaunchRequest) (*Instance, er
 		p.countLaunchFailure(e, req.CapacityType)
 		if IsUnfulfillableCapacity(e.Code) && e.InstanceType != "" && e.Zone != "" {
 			p.onUnavailable(e.InstanceType, e.Zone, req.CapacityType, e.Code)
+			if req.CapacityType == capacityTypeReserved && p.opts.OnReservationUnavailable != nil {
+				for _, id := range reservationsFor(req, e.InstanceType, e.Zone) {
+					p.opts.OnReservationUnavailable(id)
+				}
+			}
 		}
+	}
+	if inst != nil && inst.CapacityReservationID != "" && p.opts.OnReservationLaunched != nil {
+		p.opts.OnReservationLaunched(inst.CapacityReservationID)
 	}
 	if inst == nil {
 		return nil, launchFailure(errs)
 	}
 	return inst, nil
+}
+
+// reservationsFor lists the reservations a reserved launch offered for a
+// type in a zone.
+func reservationsFor(req LaunchRequest, instanceType, zone string) []string {
+	var out []string
+	for _, o := range req.Offerings {
+		if o.InstanceType == instanceType && o.Zone == zone && o.ReservationID != "" && !slices.Contains(out, o.ReservationID) {
+			out = append(out, o.ReservationID)
+		}
+	}
+	return out
 }

@@ -35,6 +35,13 @@ type Options struct {
 	ConsistencyWindow time.Duration
 	// OnUnavailable is told about each offering EC2 had no capacity for.
 	OnUnavailable func(instanceType, zone, capacityType, reason string)
+	// OnReservationLaunched is told about each instance launched into a
+	// capacity reservation, and OnReservationUnavailable about each
+	// reservation EC2 refused a launch into.
+	OnReservationLaunched, OnReservationUnavailable func(reservationID string)
+	// OnReservationReleased is told when this provider terminates an
+	// instance of a capacity reservation.
+	OnReservationReleased func(reservationID string)
 	// LaunchFailures, when set, counts per-override launch errors with the
 	// labels zone, capacity_type and reason
 	// (karpenter_cloudprovider_instance_launch_failures_total).
@@ -152,6 +159,9 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	}
 	for _, change := range out.TerminatingInstances {
 		if deref(change.InstanceId) == id && change.CurrentState != nil {
+			if inst.CapacityReservationID != "" && p.opts.OnReservationReleased != nil {
+				p.opts.OnReservationReleased(inst.CapacityReservationID)
+			}
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s is %s", id, change.CurrentState.Name))
 		}
 	}

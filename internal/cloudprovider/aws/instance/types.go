@@ -35,6 +35,10 @@ type Instance struct {
 	ImageID string
 	// CapacityType is spot, on-demand or reserved.
 	CapacityType string
+	// CapacityReservationID is the capacity reservation of a reserved
+	// instance, and CapacityReservationType its type (default or
+	// capacity-block; known only for instances this process launched).
+	CapacityReservationID, CapacityReservationType string
 	// State is the EC2 state name: pending, running, stopping, stopped,
 	// shutting-down or terminated.
 	State string
@@ -86,6 +90,7 @@ func fromEC2(in ec2types.Instance) *Instance {
 	}
 	if in.CapacityReservationId != nil && *in.CapacityReservationId != "" {
 		out.CapacityType = "reserved"
+		out.CapacityReservationID = *in.CapacityReservationId
 	}
 	for _, g := range in.SecurityGroups {
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, deref(g.GroupId))

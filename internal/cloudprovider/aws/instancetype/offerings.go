@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
@@ -28,6 +30,7 @@ func (p *Provider) compute(nc *awsv1.EC2NodeClass, data *ec2Data) ([]*cloudprovi
 		}
 	}
 	out := ec2types.FromCatalog(kept)
+	p.addReserved(out, nc, zones)
 	if len(zoneIDs) > 0 {
 		for _, it := range out {
 			it.Requirements = it.Requirements.Add(ec2types.ZoneIDRequirement(it.Offerings, zoneIDs))
@@ -85,4 +88,72 @@ func (p *Provider) offerings(name string, zones []string, data *ec2Data) []catal
 		}
 	}
 	return out
+}
+
+// ReservedPriceFactor prices a reserved offering as this fraction of the
+// on-demand price of its type: the reservation is paid for whether used or
+// not, so filling it costs nearly nothing, and the simulator fills it
+// before any spot or on-demand offering while keeping cheaper types first.
+const ReservedPriceFactor = 1e-7
+
+// Reservations tells how many more instances each capacity reservation
+// takes (*capacityreservation.Provider).
+type Reservations interface {
+	// Available is the count for a reservation; ok is false when unknown.
+	Available(id string) (n int, ok bool)
+	// SeqNum changes whenever a count does.
+	SeqNum() uint64
+}
+
+// addReserved gives each type one reserved offering per active reservation
+// of nc for it in one of zones, available while the reservation has room
+// and EC2 has not refused it lately, and widens the type's zone and
+// capacity-type requirements to match.
+func (p *Provider) addReserved(its []*cloudprovider.InstanceType, nc *awsv1.EC2NodeClass, zones []string) {
+	if len(nc.Status.CapacityReservations) == 0 {
+		return
+	}
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	changed := map[*cloudprovider.InstanceType]bool{}
+	for _, cr := range nc.Status.CapacityReservations {
+		it, ok := byName[cr.InstanceType]
+		if !ok || !slices.Contains(zones, cr.AvailabilityZone) || cr.State == awsv1.CapacityReservationStateExpiring {
+			continue
+		}
+		price, ok := p.prices.OnDemandPrice(it.Name)
+		if !ok {
+			continue
+		}
+		count := p.reservationCount(cr)
+		it.Offerings = append(it.Offerings, cloudprovider.Offering{
+			Zone:                cr.AvailabilityZone,
+			CapacityType:        karpv1.CapacityTypeReserved,
+			Price:               price * ReservedPriceFactor,
+			Available:           count > 0 && !p.unavailable.IsUnavailable(it.Name, cr.AvailabilityZone, karpv1.CapacityTypeReserved),
+			ReservationID:       cr.ID,
+			ReservationCapacity: count,
+		})
+		changed[it] = true
+	}
+	for it := range changed {
+		it.Requirements = it.Requirements.Without(corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey).
+			Add(ec2types.OfferingRequirements(it.Offerings)...)
+	}
+}
+
+// reservationCount is a reservation's count as the reservation tracker
+// has it, else as the status says.
+func (p *Provider) reservationCount(cr awsv1.CapacityReservation) int {
+	if p.reservations != nil {
+		if n, ok := p.reservations.Available(cr.ID); ok {
+			return n
+		}
+	}
+	if cr.AvailableInstanceCount == nil {
+		return 0
+	}
+	return int(*cr.AvailableInstanceCount)
 }

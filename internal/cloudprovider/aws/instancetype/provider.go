@@ -46,6 +46,8 @@ type Provider struct {
 	clock       clock.Clock
 	settings    Settings
 	known       map[string]schema.InstanceType
+	// reservations, when set, has the live counts of capacity reservations.
+	reservations Reservations
 
 	// fetchMu serialises fetches of the EC2 data.
 	fetchMu sync.Mutex
@@ -79,6 +81,8 @@ type cacheKey struct {
 	dataSeq        uint64
 	unavailableSeq uint64
 	pricesSeq      uint64
+	reservations   string
+	reservationSeq uint64
 }
 
 type cacheEntry struct {
@@ -131,6 +135,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		dataSeq:        data.seq,
 		unavailableSeq: p.unavailable.SeqNum(),
 		pricesSeq:      p.prices.SeqNum(),
+		reservations:   reservationsKey(nc.Status.CapacityReservations),
+	}
+	if p.reservations != nil {
+		key.reservationSeq = p.reservations.SeqNum()
 	}
 	now := p.clock.Now()
 	p.mu.Lock()
@@ -153,6 +161,25 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	}
 	p.cache[key] = cacheEntry{types: types, expires: now.Add(CacheTTL)}
 	return types, nil
+}
+
+// UseReservations makes reserved offerings take their counts from r, which
+// knows of launches and terminations since the class's status was written.
+// Call it before the provider is used.
+func (p *Provider) UseReservations(r Reservations) { p.reservations = r }
+
+// reservationsKey renders the reservations of a class's status, which the
+// reserved offerings depend on.
+func reservationsKey(crs []awsv1.CapacityReservation) string {
+	parts := make([]string, len(crs))
+	for i, cr := range crs {
+		n := int32(-1)
+		if cr.AvailableInstanceCount != nil {
+			n = *cr.AvailableInstanceCount
+		}
+		parts[i] = fmt.Sprintf("%s/%s/%s/%s/%d", cr.ID, cr.InstanceType, cr.AvailabilityZone, cr.State, n)
+	}
+	return strings.Join(parts, ",")
 }
 
 // subnetsKey renders the zones of the subnets, which the offerings depend on

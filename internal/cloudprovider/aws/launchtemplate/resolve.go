@@ -46,6 +46,10 @@ type Input struct {
 	NodeClaim *karpv1.NodeClaim
 	// CapacityType is the capacity type of the launch.
 	CapacityType string
+	// CapacityReservationID, for a reserved launch, is the reservation the
+	// templates target, and CapacityReservationType its type (default or
+	// capacity-block).
+	CapacityReservationID, CapacityReservationType string
 	// InstanceTypes are the candidate types, in the order of preference.
 	InstanceTypes []*cloudprovider.InstanceType
 	// Tags go on each template and on the network interfaces (and spot
@@ -112,7 +116,7 @@ func Resolve(cluster Cluster, in Input) ([]Template, error) {
 			ClusterCIDR:         cluster.CIDR,
 			ClusterDNS:          cluster.DNS,
 			Kubelet:             kubelet,
-			Labels:              nodeLabels(in.NodeClaim, nc),
+			Labels:              nodeLabels(in, nc),
 			Taints:              slices.Concat(in.NodeClaim.Spec.Taints, in.NodeClaim.Spec.StartupTaints),
 			InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
 			CustomUserData:      nc.Spec.UserData,
@@ -123,6 +127,7 @@ func Resolve(cluster Cluster, in Input) ([]Template, error) {
 			return nil, fmt.Errorf("rendering user data of ec2nodeclass %s: %w", nc.Name, err)
 		}
 		data := templateData(nc, g.ami.ID, userData, in.CapacityType, in.Tags)
+		reservationSpec(data, in)
 		name, err := hashName(data, in.Tags)
 		if err != nil {
 			return nil, err
@@ -158,7 +163,8 @@ func podsOf(nc *awsv1.EC2NodeClass, it *cloudprovider.InstanceType) int32 {
 
 // nodeLabels are the labels the kubelet registers the node with: the
 // claim's labels, its single-value requirements, and the class's name.
-func nodeLabels(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) map[string]string {
+func nodeLabels(in Input, nc *awsv1.EC2NodeClass) map[string]string {
+	nodeClaim := in.NodeClaim
 	labels := map[string]string{}
 	for _, r := range nodeClaim.Spec.Requirements {
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
@@ -167,6 +173,10 @@ func nodeLabels(nodeClaim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) map[string]
 	}
 	maps.Copy(labels, nodeClaim.Labels)
 	labels[awsv1.Group+"/ec2nodeclass"] = nc.Name
+	if in.CapacityReservationID != "" {
+		labels[awsv1.LabelCapacityReservationID] = in.CapacityReservationID
+		labels[awsv1.LabelCapacityReservationType] = in.CapacityReservationType
+	}
 	return labels
 }
 
@@ -206,6 +216,22 @@ func templateData(nc *awsv1.EC2NodeClass, imageID, userData, capacityType string
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(nc.Status.InstanceProfile)}
 	}
 	return data
+}
+
+// reservationSpec makes the templates of a reserved launch target its
+// reservation, and those of a capacity block use the capacity-block market.
+// Other launches leave the specification unset (EC2's default, open).
+func reservationSpec(data *ec2types.RequestLaunchTemplateData, in Input) {
+	if in.CapacityReservationID == "" {
+		return
+	}
+	data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+		CapacityReservationPreference: ec2types.CapacityReservationPreferenceCapacityReservationsOnly,
+		CapacityReservationTarget:     &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)},
+	}
+	if in.CapacityReservationType == string(awsv1.CapacityReservationTypeCapacityBlock) {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+	}
 }
 
 // launchTemplateTags tags the network interfaces, and spot requests when

@@ -37,6 +37,7 @@ var dependents = []string{
 	v1.ConditionTypeAMIsReady,
 	v1.ConditionTypeInstanceProfileReady,
 	v1.ConditionTypeValidationSucceeded,
+	v1.ConditionTypeCapacityReservationsReady,
 }
 
 // verdict is what one check says about its condition.

@@ -78,6 +78,12 @@ type InstanceProfileProvider interface {
 	Delete(ctx context.Context, nodeClass *v1.EC2NodeClass) error
 }
 
+// CapacityReservationProvider resolves capacityReservationSelectorTerms
+// (capacityreservation.Provider).
+type CapacityReservationProvider interface {
+	List(ctx context.Context, terms []v1.CapacityReservationSelectorTerm) ([]v1.CapacityReservation, error)
+}
+
 // EventRecorder publishes Kubernetes events; client-go's
 // record.EventRecorder implements it.
 type EventRecorder interface {
@@ -91,6 +97,9 @@ type Dependencies struct {
 	SecurityGroups   SecurityGroupProvider
 	AMIs             AMIProvider
 	InstanceProfiles InstanceProfileProvider
+	// CapacityReservations resolves capacityReservationSelectorTerms; nil
+	// resolves none (the condition is True with no reservations).
+	CapacityReservations CapacityReservationProvider
 	// ClusterCIDR resolves the service CIDR AL2023 classes need.
 	ClusterCIDR *ClusterCIDR
 	// ValidateUserData reports whether spec.userData parses for the family.
@@ -224,7 +233,17 @@ func (c *Controller) resolve(ctx context.Context, nc *v1.EC2NodeClass) []error {
 			nc.Status.InstanceProfile = profile
 		}
 	})
-	// 3e. What admission cannot check.
+	// 3e. Capacity reservations. None selected is fine: the class then
+	//     launches on-demand and spot only.
+	var reservations []v1.CapacityReservation
+	err = nil
+	if c.deps.CapacityReservations != nil && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		reservations, err = c.deps.CapacityReservations.List(ctx, nc.Spec.CapacityReservationSelectorTerms)
+	}
+	apply(v1.ConditionTypeCapacityReservationsReady, ok(v1.ConditionTypeCapacityReservationsReady), err, func() {
+		nc.Status.CapacityReservations = reservations
+	})
+	// 3f. What admission cannot check.
 	family := Family(nc)
 	var userDataErr, cidrErr error
 	if c.deps.ValidateUserData != nil && nc.Spec.UserData != nil && family != "" {
