@@ -64,7 +64,7 @@ func baseCluster(t testing.TB) *whatif.Objects {
 		NodePools:   []*v1.NodePool{whatiftest.NodePool("default", "default", 0, "5m")},
 	}
 	for _, m := range []struct{ name, zone string }{{"node-a", "us-east-1a"}, {"node-b", "us-east-1b"}, {"node-c", "us-east-1c"}} {
-		n, nc := whatiftest.Machine(m.name, "default", m5, m.zone, v1.CapacityTypeOnDemand)
+		n, nc := whatiftest.Machine(m.name, "default", m5, m.zone, v1.CapacityTypeOnDemand, "m5.2xlarge", "c5.2xlarge", "m6i.xlarge")
 		o.Nodes, o.NodeClaims = append(o.Nodes, n), append(o.NodeClaims, nc)
 	}
 	for _, name := range []string{"web-0", "web-1", "web-2"} {

@@ -72,8 +72,9 @@ func NodePool(name, nodeClass string, weight int32, consolidateAfter string) *v1
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Machine returns a registered, initialized Node and its NodeClaim of the
-// pool, of instance type it in zone, launched at epoch.
-func Machine(name, pool string, it *cloudprovider.InstanceType, zone, capacityType string) (*corev1.Node, *v1.NodeClaim) {
+// pool, of instance type it in zone, launched at epoch. The claim allows
+// it and the other instance types named, in that capacity type.
+func Machine(name, pool string, it *cloudprovider.InstanceType, zone, capacityType string, others ...string) (*corev1.Node, *v1.NodeClaim) {
 	providerID := "kwok://" + name
 	labels := map[string]string{
 		v1.NodePoolLabelKey:            pool,
@@ -118,7 +119,8 @@ func Machine(name, pool string, it *cloudprovider.InstanceType, zone, capacityTy
 		Spec: v1.NodeClaimSpec{NodeClaimTemplateSpec: v1.NodeClaimTemplateSpec{
 			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{it.Name}},
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: append([]string{it.Name}, others...)},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{capacityType}},
 			},
 		}},
 		Status: v1.NodeClaimStatus{
