@@ -97,4 +97,3 @@ func containsRule(rules []any, rule map[string]any) bool {
 	}
 	return false
 }
-

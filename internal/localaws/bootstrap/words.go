@@ -115,8 +115,8 @@ func powershellWords(s string) ([]string, error) {
 	)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '\'' || c == '"':
+		switch c {
+		case '\'', '"':
 			in = true
 			closed := false
 			for i++; i < len(s); i++ {
@@ -137,7 +137,7 @@ func powershellWords(s string) ([]string, error) {
 			if !closed {
 				return nil, errors.New("unterminated quoted string")
 			}
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		case ' ', '\t', '\r', '\n':
 			if in {
 				out = append(out, word.String())
 				word.Reset()
