@@ -80,6 +80,20 @@ func (s *Service) AddCapacityReservation(cr CapacityReservation) (CapacityReserv
 	return stored.public(), nil
 }
 
+// SetCapacityReservationAvailable sets how many more instances a
+// reservation takes, as launches by other clients (or a resize) would,
+// behind the provider's back. n is capped at the total count.
+func (s *Service) SetCapacityReservationAvailable(id string, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cr := s.reservationLocked(id)
+	if cr == nil {
+		return fmt.Errorf("setting capacity reservation %s: not found", id)
+	}
+	cr.AvailableInstanceCount = min(max(n, 0), cr.TotalInstanceCount)
+	return nil
+}
+
 // CapacityReservations returns a snapshot of the seeded reservations, in
 // the order they were added.
 func (s *Service) CapacityReservations() []CapacityReservation {

@@ -1,0 +1,197 @@
+package aws_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
+	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	localec2 "github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
+)
+
+// reservedOffering returns the type's reserved offering of a reservation.
+func reservedOffering(t *testing.T, its []*cloudprovider.InstanceType, typ, id string) cloudprovider.Offering {
+	t.Helper()
+	i := slices.IndexFunc(its, func(it *cloudprovider.InstanceType) bool { return it.Name == typ })
+	if i < 0 {
+		t.Fatalf("no %s among the instance types", typ)
+	}
+	for _, o := range its[i].Offerings {
+		if o.ReservationID == id {
+			return o
+		}
+	}
+	t.Fatalf("%s has no offering in reservation %s: %+v", typ, id, its[i].Offerings)
+	return cloudprovider.Offering{}
+}
+
+// TestReservedCapacity drives a capacity reservation end to end through the
+// provider and the local endpoint: the class resolves it into its status
+// (CapacityReservationsReady), instance types get a reserved offering
+// priced near zero, a claim allowing reserved launches into it with the
+// reservation labels, the count is respected (the claim after the last slot
+// goes to on-demand, and a launch EC2 refuses marks the reservation
+// unavailable and fails with insufficient capacity), and a termination
+// gives the slot back.
+func TestReservedCapacity(t *testing.T) {
+	h := newHarness(t, "reserved")
+	ctx := context.Background()
+	cr, err := h.server.AddCapacityReservation(localec2.CapacityReservation{
+		InstanceType: "m5.large", Zone: "us-east-1b", AvailableInstanceCount: 1, InstanceMatchCriteria: "targeted",
+		Tags: map[string]string{"team": "ml"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another account's reservation with the same tag is not selected.
+	if _, err := h.server.AddCapacityReservation(localec2.CapacityReservation{
+		InstanceType: "m5.large", Zone: "us-east-1a", AvailableInstanceCount: 5, OwnerID: "210987654321", Tags: map[string]string{"team": "ml"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	class := h.defaultClass("reserved")
+	class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}, OwnerID: h.server.AccountID()}}
+	h.createClass(t, class)
+	nc := h.reconcile(t, "reserved")
+
+	// 1. Status and condition.
+	if c := condition(t, nc, awsv1.ConditionTypeCapacityReservationsReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("CapacityReservationsReady = %s (%s)", c.Status, c.Message)
+	}
+	if c := condition(t, nc, awsv1.ConditionTypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s (%s)", c.Status, c.Message)
+	}
+	if len(nc.Status.CapacityReservations) != 1 {
+		t.Fatalf("status.capacityReservations = %+v, want only %s", nc.Status.CapacityReservations, cr.ID)
+	}
+	got := nc.Status.CapacityReservations[0]
+	if got.ID != cr.ID || got.InstanceType != "m5.large" || got.AvailabilityZone != "us-east-1b" || got.OwnerID != h.server.AccountID() ||
+		got.InstanceMatchCriteria != "targeted" || got.ReservationType != awsv1.CapacityReservationTypeDefault ||
+		got.State != awsv1.CapacityReservationStateActive || got.AvailableInstanceCount == nil || *got.AvailableInstanceCount != 1 {
+		t.Fatalf("status.capacityReservations[0] = %+v", got)
+	}
+
+	// 2. The reserved offering: near zero, available.
+	cp := h.rt.CloudProvider
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "reserved"}
+	its, err := cp.GetInstanceTypes(ctx, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := reservedOffering(t, its, "m5.large", cr.ID)
+	if o.CapacityType != karpv1.CapacityTypeReserved || !o.Available || o.ReservationCapacity != 1 || o.Zone != "us-east-1b" || o.Price <= 0 || o.Price > 1e-6 {
+		t.Fatalf("reserved offering = %+v, want available, capacity 1, priced near zero", o)
+	}
+
+	// 3. A claim that allows reserved launches into the reservation.
+	all := []string{"reserved", "spot", "on-demand"}
+	first, err := cp.Create(ctx, claimFor("reserved-1", "reserved", []string{"m5.large"}, all))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	for key, want := range map[string]string{
+		karpv1.CapacityTypeLabelKey: "reserved", awsv1.LabelCapacityReservationID: cr.ID,
+		awsv1.LabelCapacityReservationType: "default", corev1.LabelTopologyZone: "us-east-1b",
+	} {
+		if first.Labels[key] != want {
+			t.Errorf("label %s = %q, want %q", key, first.Labels[key], want)
+		}
+	}
+	insts := h.server.EC2().Instances()
+	if len(insts) != 1 || insts[0].CapacityReservationID != cr.ID {
+		t.Fatalf("instances %+v, want one in %s", insts, cr.ID)
+	}
+	if n := h.server.EC2().CapacityReservations()[0].AvailableInstanceCount; n != 0 {
+		t.Fatalf("reservation count after the launch = %d, want 0", n)
+	}
+
+	// 4. The count is respected: the provider counted the launch, so the
+	//    offering is unavailable and the next claim goes to spot.
+	its, err = cp.GetInstanceTypes(ctx, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := reservedOffering(t, its, "m5.large", cr.ID); o.Available || o.ReservationCapacity != 0 {
+		t.Fatalf("reserved offering after the launch = %+v, want unavailable", o)
+	}
+	second, err := cp.Create(ctx, claimFor("reserved-2", "reserved", []string{"m5.large"}, all))
+	if err != nil {
+		t.Fatalf("second Create: %v", err)
+	}
+	if ct := second.Labels[karpv1.CapacityTypeLabelKey]; ct != "spot" || second.Labels[awsv1.LabelCapacityReservationID] != "" {
+		t.Fatalf("second claim labels %v, want spot without a reservation", second.Labels)
+	}
+
+	// 5. A claim that insists on reserved while the reservation is full:
+	//    insufficient capacity, no instance.
+	_, err = cp.Create(ctx, claimFor("reserved-3", "reserved", []string{"m5.large"}, []string{"reserved"}))
+	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "unavailable") {
+		t.Fatalf("reserved-only Create with a full reservation = %v, want an insufficient-capacity error saying the offerings were unavailable", err)
+	}
+
+	// 6. Termination gives the slot back, and the refreshed status shows it.
+	if err := cp.Delete(ctx, first); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Fatalf("Delete = %v", err)
+	}
+	if n := h.server.EC2().CapacityReservations()[0].AvailableInstanceCount; n != 1 {
+		t.Fatalf("reservation count after the termination = %d, want 1", n)
+	}
+	h.clock.Step(2 * time.Minute)
+	nc = h.reconcile(t, "reserved")
+	if n := nc.Status.CapacityReservations[0].AvailableInstanceCount; n == nil || *n != 1 {
+		t.Fatalf("status count after the termination = %v, want 1", n)
+	}
+	third, err := cp.Create(ctx, claimFor("reserved-4", "reserved", []string{"m5.large"}, all))
+	if err != nil || third.Labels[awsv1.LabelCapacityReservationID] != cr.ID {
+		t.Fatalf("Create after the release = %v, %v; want a launch into %s", third, err, cr.ID)
+	}
+}
+
+// TestReservedLaunchRefused: when EC2 refuses a launch into a reservation
+// the provider still believed had room (another client took the slot), the
+// claim fails with insufficient capacity and the reserved offering becomes
+// unavailable, so the next claim goes elsewhere.
+func TestReservedLaunchRefused(t *testing.T) {
+	h := newHarness(t, "refused")
+	ctx := context.Background()
+	cr, err := h.server.AddCapacityReservation(localec2.CapacityReservation{InstanceType: "m5.large", Zone: "us-east-1a", AvailableInstanceCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := h.defaultClass("refused")
+	class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: cr.ID}}
+	h.createClass(t, class)
+	h.reconcile(t, "refused")
+	// Someone else fills the reservation behind the provider's back.
+	if err := h.server.EC2().SetCapacityReservationAvailable(cr.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	cp := h.rt.CloudProvider
+	all := []string{"reserved", "on-demand"}
+	_, err = cp.Create(ctx, claimFor("refused-1", "refused", []string{"m5.large"}, all))
+	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "ReservationCapacityExceeded") {
+		t.Fatalf("Create into a reservation EC2 says is full = %v, want insufficient capacity naming ReservationCapacityExceeded", err)
+	}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "refused"}
+	its, err := cp.GetInstanceTypes(ctx, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := reservedOffering(t, its, "m5.large", cr.ID); o.Available {
+		t.Fatalf("reserved offering after the refusal = %+v, want unavailable", o)
+	}
+	next, err := cp.Create(ctx, claimFor("refused-2", "refused", []string{"m5.large"}, all))
+	if err != nil || next.Labels[karpv1.CapacityTypeLabelKey] != "on-demand" {
+		t.Fatalf("next Create = %v, %v; want on-demand", next, err)
+	}
+}
