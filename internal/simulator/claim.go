@@ -458,7 +458,7 @@ func (s *solve) claimAllows(c *claim, v *podView, g *keyGroup, slot int32) bool 
 				return false
 			}
 		case roleAffinity:
-			if s.count(t, slot)+s.pendingOn(c, t, false) == 0 && !(r.self && !s.affinityExists(t)) {
+			if s.count(t, slot)+s.pendingOn(c, t, false) == 0 && !s.mayStartAffinity(v) {
 				return false
 			}
 		case roleInverse:

@@ -126,7 +126,7 @@ func (s *solve) allows(v *podView, r tgRef, t *tg, slot int32) bool {
 		if s.count(t, slot) > 0 {
 			return true
 		}
-		return r.self && !s.affinityExists(t)
+		return s.mayStartAffinity(v)
 	case roleAnti:
 		return s.count(t, slot) == 0 && !s.floatingBlocks(t, slot)
 	case roleInverse:
@@ -209,6 +209,23 @@ func (s *solve) domainAllowed(v *podView, key, val int32) bool {
 		}
 	}
 	return false
+}
+
+// mayStartAffinity reports whether the pod may go where one of its pod
+// affinity terms finds no pod. As in the kube-scheduler, only as the first
+// of its groups: every affinity term selects the pod itself and no pod any
+// of them selects runs anywhere. (A pod with affinity to its own pods on the
+// hostname and to other pods in a zone cannot start its hostname group
+// while those other pods run.)
+func (s *solve) mayStartAffinity(v *podView) bool {
+	for gi := range v.groups {
+		for _, r := range v.groups[gi].refs {
+			if r.role == roleAffinity && (!r.self || s.affinityExists(s.tg(r.tg))) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // affinityExists reports whether any domain already holds a pod the

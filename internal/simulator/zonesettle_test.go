@@ -95,5 +95,17 @@ func TestAffinityGroupExistsAnywhere(t *testing.T) {
 			claims:        1,
 			unschedulable: map[string]string{"p2": ""},
 		},
+		// Found by the kube-scheduler oracle on TestPlanProperties: the pod
+		// may start its hostname group only if no pod matches any of its
+		// affinity terms, and its zone term selects other pods, which run.
+		"a pod with a second affinity term on other pods cannot start its own group": {
+			pods: []*corev1.Pod{
+				dtesting.MakePod("b").Req("cpu", "1").Label("app", "b").Obj(),
+				dtesting.MakePod("p").Req("cpu", "1").Label("app", "a").
+					PodAffinity(hostKey, sel("app", "a")).PodAffinity(zoneKey, sel("app", "b")).Obj(),
+			},
+			claims:        1,
+			unschedulable: map[string]string{"p": ""},
+		},
 	})
 }
