@@ -41,8 +41,14 @@ func DefaultOptions() Options {
 
 // Controller is the garbage-collection loop.
 type Controller struct {
-	clock         clock.Clock
-	kubeClient    client.Client
+	clock      clock.Clock
+	kubeClient client.Client
+	// apiReader reads from the API server itself. An instance is terminated
+	// only once a live read confirms that no NodeClaim knows it: the
+	// informer cache can lag for tens of seconds after the API server
+	// restarts or throttles, and a claim launched meanwhile may be missing
+	// from it (the chaos suite saw a running node terminated that way).
+	apiReader     client.Reader
 	cloudProvider cloudprovider.CloudProvider
 	metrics       *metrics.Metrics
 	opts          Options
@@ -57,7 +63,19 @@ func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.C
 func (c *Controller) Name() string { return "nodeclaim.garbagecollection" }
 
 // Register adds the loop to the manager (leader only).
-func (c *Controller) Register(_ context.Context, mgr manager.Manager) error { return mgr.Add(c) }
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	if c.apiReader == nil {
+		c.apiReader = mgr.GetAPIReader()
+	}
+	return mgr.Add(c)
+}
+
+// WithAPIReader sets the uncached reader that confirms an instance is
+// unknown before it is terminated (Register uses the manager's).
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	c.apiReader = r
+	return c
+}
 
 // NeedLeaderElection makes the loop run on the leader only.
 func (c *Controller) NeedLeaderElection() bool { return true }
@@ -95,12 +113,23 @@ func (c *Controller) Collect(ctx context.Context) error {
 	}
 	alive := map[string]bool{}
 	var errs []error
-	// 1. Terminate instances that no NodeClaim knows.
+	// 1. Terminate instances that no NodeClaim knows, as the API server
+	//    itself says, not only the cache.
+	var orphans []*v1.NodeClaim
 	for _, instance := range instances {
 		alive[instance.Status.ProviderID] = true
 		if known[instance.Status.ProviderID] || c.clock.Since(instance.CreationTimestamp.Time) < c.opts.MinInstanceAge {
 			continue
 		}
+		orphans = append(orphans, instance)
+	}
+	if len(orphans) > 0 {
+		var err error
+		if orphans, err = c.confirmUnknown(ctx, orphans); err != nil {
+			return fmt.Errorf("confirming instances without a NodeClaim: %w", err)
+		}
+	}
+	for _, instance := range orphans {
 		log.FromContext(ctx).Info("Terminating instance without a NodeClaim", "providerID", instance.Status.ProviderID)
 		if err := c.cloudProvider.Delete(ctx, instance); cloudprovider.IgnoreNodeClaimNotFoundError(err) != nil {
 			errs = append(errs, fmt.Errorf("terminating instance %s: %w", instance.Status.ProviderID, err))
@@ -125,6 +154,40 @@ func (c *Controller) Collect(ctx context.Context) error {
 		c.metrics.NodeClaimsDisrupted.WithLabelValues("garbage_collected", nc.Labels[v1.NodePoolLabelKey]).Inc()
 	}
 	return errors.Join(errs...)
+}
+
+// confirmUnknown returns the instances that no NodeClaim in the API server
+// (read live, not from the cache) records, either by provider ID or, for a
+// claim whose launch is not recorded yet, by the claim name the instance
+// carries.
+func (c *Controller) confirmUnknown(ctx context.Context, instances []*v1.NodeClaim) ([]*v1.NodeClaim, error) {
+	reader := c.apiReader
+	if reader == nil {
+		reader = c.kubeClient
+	}
+	live := &v1.NodeClaimList{}
+	if err := reader.List(ctx, live); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims from the API server: %w", err)
+	}
+	known := make(map[string]bool, len(live.Items))
+	unrecorded := map[string]bool{} // claims whose launch is not recorded yet
+	for i := range live.Items {
+		nc := &live.Items[i]
+		if id := nc.Status.ProviderID; id != "" {
+			known[id] = true
+		} else if nc.DeletionTimestamp == nil {
+			unrecorded[nc.Name] = true
+		}
+	}
+	out := instances[:0]
+	for _, instance := range instances {
+		if known[instance.Status.ProviderID] || (instance.Name != "" && unrecorded[instance.Name]) {
+			log.FromContext(ctx).V(1).Info("Instance unknown to the cache is recorded by a NodeClaim; the cache lags", "providerID", instance.Status.ProviderID)
+			continue
+		}
+		out = append(out, instance)
+	}
+	return out, nil
 }
 
 func (c *Controller) nodeReady(ctx context.Context, name string) bool {
