@@ -15,7 +15,7 @@ PATHS_TO_VERIFY += charts hack/tools/helm/go.mod hack/tools/helm/go.sum hack/too
 # meet the project's.
 HELM := $(GO) tool -modfile=hack/tools/helm/go.mod helm
 
-.PHONY: all build generate generate-chart helm-lint image verify test test-unit test-race bench bench-e2e controlplane demo up clean
+.PHONY: all build generate generate-chart helm-lint image verify chaos test test-unit test-race bench bench-e2e controlplane demo up clean
 
 all: build
 
@@ -99,6 +99,9 @@ bench: ## Run the simulator benchmarks, then the kube-scheduler oracle on their 
 
 demo: build controlplane ## Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)
 	bin/dovetail demo
+
+chaos: controlplane ## Run the chaos suite: 20 iterations of faults during scale-out and consolidation (make test runs 2); DOVETAIL_CHAOS_SEED replays one
+	DOVETAIL_CHAOS_ITERATIONS=$${DOVETAIL_CHAOS_ITERATIONS:-20} $(GO) test ./test/chaos -run TestChaos -v -count=1 -timeout 80m
 
 bench-e2e: controlplane ## Run the end-to-end benchmarks on the local control plane
 	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
