@@ -24,11 +24,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +41,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
@@ -62,7 +60,7 @@ type fault struct {
 
 var faults = []fault{
 	{"kill the controller (SIGKILL) and restart it", func(t *testing.T, s *suite) {
-		s.controller.kill(t)
+		s.controller.Kill(t)
 		s.controller = s.startController(t)
 	}},
 	{"restart the kube-apiserver", func(t *testing.T, s *suite) {
@@ -140,7 +138,7 @@ func TestChaos(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("chaos: %d iterations run, %d invariant violations", iterations, violations)
+	t.Logf("chaos: %d iterations run, %d invariant violations, the controller started %d times", iterations, violations, s.restarts)
 }
 
 // suite is the cluster, the controller process and the watchers.
@@ -148,7 +146,7 @@ type suite struct {
 	cluster    *localcluster.Cluster
 	binary     string
 	workDir    string
-	controller *controllerProcess
+	controller *controllerprocess.Process
 	claims     *claimWatch
 	restarts   int
 }
@@ -167,7 +165,7 @@ func newSuite(t *testing.T) *suite {
 		}
 	})
 	s := &suite{cluster: cluster, workDir: t.TempDir()}
-	s.binary = buildDovetail(t, s.workDir)
+	s.binary = controllerprocess.Build(t, s.workDir)
 	for _, obj := range []client.Object{localcluster.DefaultNodeClass(), chaosNodePool(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}} {
 		if err := cluster.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %T: %v", obj, err)
@@ -175,7 +173,7 @@ func newSuite(t *testing.T) *suite {
 	}
 	s.claims = watchClaims(t, cluster)
 	s.controller = s.startController(t)
-	t.Cleanup(func() { s.controller.stop() })
+	t.Cleanup(func() { s.controller.Stop() })
 	return s
 }
 
@@ -395,73 +393,11 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// controllerProcess is `dovetail controller` running as its own process.
-type controllerProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	once sync.Once
-}
-
-// buildDovetail builds the dovetail binary into dir.
-func buildDovetail(t *testing.T, dir string) string {
-	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "dovetail")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/dovetail")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building dovetail: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startController runs the controller; its log is appended to across
 // restarts and kept in the control plane's log directory.
-func (s *suite) startController(t *testing.T) *controllerProcess {
+func (s *suite) startController(t *testing.T) *controllerprocess.Process {
 	t.Helper()
 	s.restarts++
-	logPath := filepath.Join(s.cluster.ControlPlane.LogDir, "dovetail.log")
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(s.binary, "controller", "--kubeconfig", s.cluster.ControlPlane.KubeconfigPath,
+	return controllerprocess.Start(t, s.binary, s.cluster.ControlPlane.KubeconfigPath, filepath.Join(s.cluster.ControlPlane.LogDir, "dovetail.log"),
 		"--leader-elect=false", "--metrics-port=0", "--health-probe-port=0", "--disruption-validation-delay=2s")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the controller: %v", err)
-	}
-	p := &controllerProcess{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = log.Close()
-		close(p.done)
-	}()
-	return p
-}
-
-// kill sends SIGKILL, as the kernel's OOM killer or a node failure would.
-func (p *controllerProcess) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatalf("killing the controller: %v", err)
-	}
-	<-p.done
-}
-
-// stop ends the controller at the end of the suite.
-func (p *controllerProcess) stop() {
-	p.once.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
 }

@@ -4,89 +4,26 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
-// controllerProcess is `dovetail controller` running as its own process.
-type controllerProcess struct {
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-}
-
-// buildDovetail builds the dovetail binary into dir.
-func buildDovetail(b *testing.B, dir string) string {
-	b.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(dir, "dovetail")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/dovetail")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building dovetail: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startController runs the controller against the cluster with production
-// defaults (batch windows 1 s / 10 s, JSON logs) but no leader election or ports.
-func startController(b *testing.B, bin string, cluster *localcluster.Cluster, dir string) *controllerProcess {
+// defaults (batch windows 1 s / 10 s, JSON logs) but no leader election or
+// ports. DOVETAIL_BENCH_LOG keeps its log at that path for analysis.
+func startController(b *testing.B, bin string, cluster *localcluster.Cluster, dir string) *controllerprocess.Process {
 	b.Helper()
 	logPath := filepath.Join(dir, "dovetail.log")
 	if keep := os.Getenv("DOVETAIL_BENCH_LOG"); keep != "" {
-		logPath = keep // keep the controller's log for analysis
+		logPath = keep
 	}
-	log, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, "controller", "--kubeconfig", cluster.ControlPlane.KubeconfigPath,
+	return controllerprocess.Start(b, bin, cluster.ControlPlane.KubeconfigPath, logPath,
 		"--leader-elect=false", "--metrics-port=0", "--health-probe-port=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("starting the controller: %v", err)
-	}
-	p := &controllerProcess{cmd: cmd, log: log, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	return p
-}
-
-// usage is what the kernel measured of the controller process.
-type usage struct {
-	cpuSeconds float64
-	peakRSSMB  float64
-}
-
-// stop terminates the controller and returns its resource usage.
-func (p *controllerProcess) stop(b *testing.B) usage {
-	b.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	_ = p.log.Close()
-	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		b.Fatal("no resource usage for the controller process")
-	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return usage{cpuSeconds: cpu, peakRSSMB: float64(ru.Maxrss) / 1024} // Maxrss is in KiB on Linux
 }
 
 // startCluster starts the local control plane with the default NodePool.

@@ -25,6 +25,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
 // podClock records, client-side, when each pod was first seen and when it
@@ -126,7 +127,7 @@ func BenchmarkScaleOut1000(b *testing.B) {
 	const replicas = 1000
 	for range b.N {
 		dir := b.TempDir()
-		bin := buildDovetail(b, dir)
+		bin := controllerprocess.Build(b, dir)
 		cluster := startCluster(b)
 		cs, err := kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
 		if err != nil {
@@ -159,19 +160,19 @@ func BenchmarkScaleOut1000(b *testing.B) {
 		fs, ls, fu, lu := pods.spread(start)
 		b.Logf("pods created between %s and %s, marked unschedulable between %s and %s", seconds(fs), seconds(ls), seconds(fu), seconds(lu))
 		timeline(b, cluster, start)
-		used := controller.stop(b)
+		used := controller.Stop()
 		nodes, cost := fleet(b, cluster)
 
 		b.ReportMetric(last.Sub(start).Seconds(), "s-to-all-running")
 		b.ReportMetric(percentile(pending, 0.50).Seconds(), "s-p50-pending")
 		b.ReportMetric(percentile(pending, 0.99).Seconds(), "s-p99-pending")
-		b.ReportMetric(used.cpuSeconds, "controller-cpu-s")
-		b.ReportMetric(used.peakRSSMB, "controller-peak-rss-MB")
+		b.ReportMetric(used.CPUSeconds, "controller-cpu-s")
+		b.ReportMetric(used.PeakRSSMB, "controller-peak-rss-MB")
 		b.ReportMetric(float64(nodes), "nodes")
 		b.ReportMetric(cost, "$/h")
 		b.Logf("%d pods Running %s after the Deployment was created; pending p50 %s, p99 %s; controller %.1f CPU-s, peak RSS %.0f MB; %d nodes, $%.2f/h",
 			replicas, seconds(last.Sub(start)), seconds(percentile(pending, 0.5)), seconds(percentile(pending, 0.99)),
-			used.cpuSeconds, used.peakRSSMB, nodes, cost)
+			used.CPUSeconds, used.PeakRSSMB, nodes, cost)
 	}
 }
 
