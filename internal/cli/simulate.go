@@ -42,7 +42,6 @@ type SimulateOptions struct {
 	genericiooptions.IOStreams
 
 	changes whatif.Changes
-	stdin   []byte
 	read    bool
 }
 

@@ -55,6 +55,9 @@ type PoolVerdict struct {
 	// Closest is, when no instance type is large enough, the one that
 	// comes closest and what it lacks.
 	Closest string `json:"closest,omitempty"`
+	// Limit is set when spec.limits, not the instance types, keep every
+	// type that would fit the pod out.
+	Limit string `json:"limit,omitempty"`
 }
 
 // TypeChoice is a node's instance type and the options it beat.
@@ -195,6 +198,7 @@ func (m *model) explainPod(namespace, name string, opts Options) (*Explanation, 
 			v.Reason = poolReason(alone.Unschedulable[0].Reason, np.Name)
 			if strings.Contains(v.Reason, "no instance type has room for") {
 				v.Closest = closest(pod, np, p.InstanceTypes)
+				v.Limit = m.limitNote(pod, np, p.InstanceTypes)
 			}
 		}
 		e.NodePools = append(e.NodePools, v)
@@ -379,12 +383,14 @@ func (m *model) disruptionVerdict(node *corev1.Node, nc *v1.NodeClaim, opts Opti
 		return v
 	}
 	// 2. A guard (do-not-disrupt, PDB, nomination, ...) or an earlier verdict.
+	unconsolidatable := false
 	for _, b := range out.Blocked {
 		if b.NodeClaim != nil && b.NodeClaim.Name == nc.Name {
 			v.Reasons = append(v.Reasons, b.Message)
+			unconsolidatable = unconsolidatable || b.Reason == disruption.ReasonUnconsolidatable
 		}
 	}
-	if len(v.Reasons) > 0 {
+	if len(v.Reasons) > 0 && !unconsolidatable {
 		return v
 	}
 	np := m.objs.NodePool(nc.Labels[v1.NodePoolLabelKey])
@@ -399,6 +405,7 @@ func (m *model) disruptionVerdict(node *corev1.Node, nc *v1.NodeClaim, opts Opti
 		return v
 	}
 	c := cands[i]
+	found := len(v.Reasons)
 	// 3. The consolidation policy and consolidateAfter.
 	d := np.Spec.Disruption
 	switch {
@@ -422,11 +429,15 @@ func (m *model) disruptionVerdict(node *corev1.Node, nc *v1.NodeClaim, opts Opti
 			v.Reasons = append(v.Reasons, fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason))
 		}
 	}
-	if len(v.Reasons) > 0 {
+	if len(v.Reasons) > found {
 		return v
 	}
 	// 5. This node on its own: could its pods go elsewhere, more cheaply?
-	v.Reasons = append(v.Reasons, m.alone(c, in, opts)...)
+	for _, r := range m.alone(c, in, opts) {
+		if !slices.Contains(v.Reasons, r) {
+			v.Reasons = append(v.Reasons, r)
+		}
+	}
 	return v
 }
 
@@ -507,4 +518,68 @@ func (m *model) explainPool(np *v1.NodePool, opts Options) (*Explanation, error)
 	}
 	e.Summary += fmt.Sprintf("; %d node(s) count towards its budgets", nodes)
 	return e, nil
+}
+
+// limitNote says whether the pool's spec.limits leave room for none of the
+// instance types that would fit the pod: the limit, what the pool's nodes
+// use, and the smallest type that fits. "" when the limits are not why.
+func (m *model) limitNote(pod *corev1.Pod, np *v1.NodePool, types []*cloudprovider.InstanceType) string {
+	if len(np.Spec.Limits) == 0 {
+		return ""
+	}
+	used := corev1.ResourceList{}
+	for _, n := range m.cluster.Nodes() {
+		if n.NodePoolName() != np.Name {
+			continue
+		}
+		for name, q := range n.Capacity() {
+			cur := used[name]
+			cur.Add(q)
+			used[name] = cur
+		}
+	}
+	reqs, err := requirements.FromNodePoolRequirements(np.Spec.Template.Spec.Requirements)
+	if err != nil {
+		return ""
+	}
+	want := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	var smallest *cloudprovider.InstanceType
+	for _, it := range types {
+		if it.Requirements.Intersects(reqs) != nil || !it.HasAvailableOffering() || !covers(it.Allocatable(), want) {
+			continue
+		}
+		withinLimits := true
+		for name, limit := range np.Spec.Limits {
+			total := used[name].DeepCopy()
+			total.Add(it.Capacity[name])
+			withinLimits = withinLimits && total.Cmp(limit) <= 0
+		}
+		if withinLimits {
+			return ""
+		}
+		if smallest == nil || it.Capacity.Cpu().Cmp(*smallest.Capacity.Cpu()) < 0 {
+			smallest = it
+		}
+	}
+	if smallest == nil {
+		return ""
+	}
+	var parts []string
+	for name, limit := range np.Spec.Limits {
+		u := used[name]
+		parts = append(parts, fmt.Sprintf("%s %s (in use %s)", name, limit.String(), u.String()))
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("limits reached: spec.limits %s leave no room for an instance type that fits the pod (the smallest is %s, cpu %s)",
+		strings.Join(parts, ", "), smallest.Name, smallest.Capacity.Cpu().String())
+}
+
+func covers(have, want corev1.ResourceList) bool {
+	for name, q := range want {
+		h := have[name]
+		if h.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
 }

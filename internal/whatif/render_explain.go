@@ -18,6 +18,9 @@ func WriteExplanation(w io.Writer, e *Explanation) error {
 		p("\nNODEPOOL\tWEIGHT\tCAN SERVE\tWHY\n")
 		for _, v := range e.NodePools {
 			p("%s\t%d\t%t\t%s\n", v.NodePool, v.Weight, v.CanServe, v.Reason)
+			if v.Limit != "" {
+				p("\t\t\t%s\n", v.Limit)
+			}
 			if v.Closest != "" {
 				p("\t\t\tclosest: %s\n", v.Closest)
 			}

@@ -1,0 +1,113 @@
+package explain_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/whatif"
+)
+
+// reset deletes the cluster-scoped objects earlier tests left.
+func reset(t *testing.T) {
+	t.Helper()
+	nodes, claims, pools, classes := &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{}
+	testEnv.DeleteAll(t, claims, func() []client.Object { return items(claims.Items) })
+	testEnv.DeleteAll(t, nodes, func() []client.Object { return items(nodes.Items) })
+	testEnv.DeleteAll(t, pools, func() []client.Object { return items(pools.Items) })
+	testEnv.DeleteAll(t, classes, func() []client.Object { return items(classes.Items) })
+}
+
+func items[T any, P interface {
+	*T
+	client.Object
+}](list []T) []client.Object {
+	out := make([]client.Object, len(list))
+	for i := range list {
+		out[i] = P(&list[i])
+	}
+	return out
+}
+
+// createNodeClass creates a KWOKNodeClass with its Ready condition.
+func createNodeClass(t *testing.T, name string, ready bool, message string) {
+	t.Helper()
+	ctx := context.Background()
+	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := testEnv.Client.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	status := metav1.ConditionTrue
+	if !ready {
+		status = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: "Ready", Status: status, Reason: "Test", Message: message})
+	if err := testEnv.Client.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// create creates an object and its status (the API drops status on create).
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	status := obj.DeepCopyObject().(client.Object)
+	obj.SetResourceVersion("")
+	obj.SetUID("")
+	if err := testEnv.Client.Create(ctx, obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	switch s := status.(type) {
+	case *corev1.Node:
+		obj.(*corev1.Node).Status = s.Status
+	case *v1.NodeClaim:
+		obj.(*v1.NodeClaim).Status = s.Status
+	case *policyv1.PodDisruptionBudget:
+		obj.(*policyv1.PodDisruptionBudget).Status = s.Status
+	case *corev1.Pod:
+		obj.(*corev1.Pod).Status = s.Status
+	default:
+		return
+	}
+	if err := testEnv.Client.Status().Update(ctx, obj); err != nil {
+		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// explain reads the cluster through the API and explains one object at now.
+func explain(t *testing.T, kind, namespace, name string, now time.Time) *whatif.Explanation {
+	t.Helper()
+	objs, err := whatif.FromCluster(context.Background(), testEnv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := whatif.Explain(objs, kind, namespace, name, whatif.Options{Now: now})
+	if err != nil {
+		t.Fatalf("explaining %s %s: %v", kind, name, err)
+	}
+	return e
+}
+
+func catalogType(t *testing.T, name string) *cloudprovider.InstanceType {
+	t.Helper()
+	types, err := whatif.CatalogInstanceTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range types {
+		if it.Name == name {
+			return it
+		}
+	}
+	t.Fatalf("no instance type %s", name)
+	return nil
+}
