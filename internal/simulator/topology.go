@@ -160,12 +160,22 @@ func (c *compiler) topologyTerms(pod *corev1.Pod, sig *podSig) error {
 	}
 	addTerms := func(kind tgKind, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) []podTerm {
 		var out []podTerm
+		var groups []*tg
 		for i := range required {
 			t, err := c.affinityGroup(pod, kind, &required[i], true)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("required %s term %d: %w", kind, i, err))
 				continue
 			}
+			groups = append(groups, t)
+		}
+		if kind == tgAffinity && len(groups) > 1 {
+			// The kube-scheduler counts a pod for a pod's required affinity
+			// only if it matches every term: each term's group selects the
+			// pods that match them all.
+			matchAll(groups)
+		}
+		for _, t := range groups {
 			out = append(out, podTerm{tg: c.tgFor(t), required: true})
 		}
 		weighted := slices.Clone(preferred)
@@ -245,6 +255,36 @@ func (c *compiler) affinityGroup(pod *corev1.Pod, kind tgKind, term *corev1.PodA
 	t.hostname = t.key == c.m.hostnameKey
 	t.def = fmt.Sprintf("%d|%s|%v|%v|%s|%s", kind, term.TopologyKey, t.required, all, strings.Join(namespaces, ","), sel.String())
 	return t, nil
+}
+
+// matchAll narrows each group to the pods every group selects: the AND of
+// their selectors, in the namespaces they all count.
+func matchAll(groups []*tg) {
+	sel := labels.Everything()
+	all := true
+	var namespaces []string
+	for _, t := range groups {
+		reqs, selectable := t.selector.Requirements()
+		if !selectable {
+			sel = labels.Nothing()
+		} else if !sel.Empty() || len(reqs) > 0 {
+			sel = sel.Add(reqs...)
+		}
+		switch {
+		case t.allNamespaces:
+		case all:
+			all, namespaces = false, slices.Clone(t.namespaces)
+		default:
+			namespaces = slices.DeleteFunc(namespaces, func(ns string) bool {
+				_, ok := slices.BinarySearch(t.namespaces, ns)
+				return !ok
+			})
+		}
+	}
+	for _, t := range groups {
+		t.selector, t.allNamespaces, t.namespaces = sel, all, namespaces
+		t.def = fmt.Sprintf("%d|%s|%v|%v|%s|%s", t.kind, t.keyName, t.required, all, strings.Join(namespaces, ","), sel.String())
+	}
 }
 
 // selectorWithKeys converts a label selector and narrows it by the pod's own

@@ -107,5 +107,25 @@ func TestAffinityGroupExistsAnywhere(t *testing.T) {
 			claims:        1,
 			unschedulable: map[string]string{"p": ""},
 		},
+		// The kube-scheduler counts only pods matching every term: an app=a
+		// pod next to p does not help while no pod is both app=a and app=b.
+		"pods that match only one of two affinity terms do not count": {
+			pods: []*corev1.Pod{
+				dtesting.MakePod("b").Req("cpu", "1").Label("app", "b").Obj(),
+				dtesting.MakePod("a").Req("cpu", "1").Label("app", "a").Obj(),
+				dtesting.MakePod("p").Req("cpu", "1").Label("app", "a").
+					PodAffinity(hostKey, sel("app", "a")).PodAffinity(zoneKey, sel("app", "b")).Obj(),
+			},
+			claims:        -1,
+			unschedulable: map[string]string{"p": ""},
+		},
+		"a pod matching both terms satisfies both": {
+			pods: []*corev1.Pod{
+				dtesting.MakePod("ab").Req("cpu", "1").Label("app", "a").Label("tier", "b").Obj(),
+				dtesting.MakePod("p").Req("cpu", "1").Label("app", "a").
+					PodAffinity(hostKey, sel("app", "a")).PodAffinity(zoneKey, sel("tier", "b")).Obj(),
+			},
+			claims: 1, together: [][]string{{"ab", "p"}},
+		},
 	})
 }
