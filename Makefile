@@ -95,7 +95,7 @@ test-unit: ## Run the tests that need no control plane (everything outside test/
 
 bench: ## Run the simulator benchmarks, then the kube-scheduler oracle on their plans up to 20,000 pods
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/simulator/...
-	cd test/oracle && DOVETAIL_ORACLE_SIZES=1000,5000,20000 $(GO) test -count=1 -v -run TestSimulatorPlans ./... | grep -E 'pods on|^(ok|FAIL|---)'
+	cd test/oracle && DOVETAIL_ORACLE_SIZES=1000,5000,20000 $(GO) test -count=1 -v -timeout 60m -run TestSimulatorPlans ./... | grep -E 'pods on|^(ok|FAIL|---)'
 
 demo: build controlplane ## Watch Dovetail launch, price, drain and consolidate nodes on a local cluster (about two minutes)
 	bin/dovetail demo
