@@ -13,7 +13,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
-	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -170,17 +170,10 @@ type Replacement struct {
 	Claim    *simulator.NewNodeClaim
 }
 
-// NodeClaim renders the replacement as provisioning renders a claim: the
-// pool's template, the claim's requirements and requests, and the
-// template hash that drift compares against.
+// NodeClaim renders the replacement exactly as provisioning renders a
+// claim (see nodeclaimutil.FromPlan).
 func (r *Replacement) NodeClaim() *v1.NodeClaim {
-	nc := r.Claim.NodeClaim(r.NodePool)
-	if nc.Annotations == nil {
-		nc.Annotations = map[string]string{}
-	}
-	nc.Annotations[v1.NodePoolHashAnnotationKey] = nodepoolutil.TemplateHash(r.NodePool)
-	nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = nodepoolutil.HashVersion
-	return nc
+	return nodeclaimutil.FromPlan(r.Claim, r.NodePool)
 }
 
 // Command is one disruption to carry out.

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -247,9 +246,6 @@ func (q *Queue) launch(ctx context.Context, dc *disruption.Command, cmd *command
 		r := dc.Replacements[i]
 		nc := r.NodeClaim()
 		nc.Annotations[ReplacesAnnotationKey] = strings.Join(replaces, ",")
-		if r.Claim.MinValuesRelaxed {
-			nc.Annotations[provisioning.MinValuesRelaxedAnnotationKey] = "true"
-		}
 		if err := q.kubeClient.Create(ctx, nc); err != nil {
 			errs[i] = fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
 			return

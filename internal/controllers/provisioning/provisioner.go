@@ -21,16 +21,13 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/runaway"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
-
-// MinValuesRelaxedAnnotationKey marks a NodeClaim created although its
-// instance types do not cover every minValues (MinValuesPolicy BestEffort).
-const MinValuesRelaxedAnnotationKey = v1.Group + "/nodeclaim-min-values-relaxed"
 
 // Options tune provisioning.
 type Options struct {
@@ -291,7 +288,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
 		claim := claims[i]
 		np := pools[claim.NodePool]
-		nc := p.render(claim, np)
+		nc := nodeclaimutil.FromPlan(claim, np)
 		if err := p.kubeClient.Create(ctx, nc); err != nil {
 			errs[i] = fmt.Errorf("creating nodeclaim for nodepool %s: %w", claim.NodePool, err)
 			return
@@ -379,21 +376,6 @@ func workloads(claims []*simulator.NewNodeClaim) int {
 		}
 	}
 	return len(owners)
-}
-
-// render builds the NodeClaim of a planned claim: the pool's template plus
-// the drift hash and, when minValues were relaxed, a marker annotation.
-func (p *Provisioner) render(claim *simulator.NewNodeClaim, np *v1.NodePool) *v1.NodeClaim {
-	nc := claim.NodeClaim(np)
-	if nc.Annotations == nil {
-		nc.Annotations = map[string]string{}
-	}
-	nc.Annotations[v1.NodePoolHashAnnotationKey] = nodepoolutil.TemplateHash(np)
-	nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = nodepoolutil.HashVersion
-	if claim.MinValuesRelaxed {
-		nc.Annotations[MinValuesRelaxedAnnotationKey] = "true"
-	}
-	return nc
 }
 
 func resourceString(list corev1.ResourceList) string {

@@ -1,0 +1,70 @@
+// Package nodeclaimutil is the one place that turns a claim the simulator
+// planned, plus its NodePool, into the NodeClaim Dovetail creates.
+// Provisioning, disruption's replacements and `dovetail simulate` all render
+// through it, so that every NodeClaim carries the same labels, annotations,
+// drift hash and owner whichever path launched it.
+package nodeclaimutil
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+)
+
+// MinValuesRelaxedAnnotationKey marks a NodeClaim created although its
+// instance types do not cover every minValues (MinValuesPolicy BestEffort).
+const MinValuesRelaxedAnnotationKey = v1.Group + "/nodeclaim-min-values-relaxed"
+
+// FromPlan renders a planned claim as a NodeClaim of pool, named by
+// generateName from the pool: the template's labels (plus the claim's
+// single-valued requirement labels and karpenter.sh/nodepool), annotations,
+// taints, startup taints, node class, expiry and termination grace period;
+// the claim's requirements and resource requests; the NodePool hash and
+// its version, which drift compares against; the minValues-relaxed marker
+// when the plan relaxed them; and the NodePool as owner
+// (blocking its deletion while the claim exists).
+func FromPlan(claim *simulator.NewNodeClaim, pool *v1.NodePool) *v1.NodeClaim {
+	tmpl := pool.Spec.Template
+	labels := map[string]string{}
+	maps.Copy(labels, tmpl.ObjectMeta.Labels)
+	for k, v := range claim.Requirements.Labels() {
+		if k != corev1.LabelHostname && k != requirements.NodeNameField {
+			labels[k] = v
+		}
+	}
+	labels[v1.NodePoolLabelKey] = pool.Name
+	annotations := map[string]string{}
+	maps.Copy(annotations, tmpl.ObjectMeta.Annotations)
+	annotations[v1.NodePoolHashAnnotationKey] = nodepoolutil.TemplateHash(pool)
+	annotations[v1.NodePoolHashVersionAnnotationKey] = nodepoolutil.HashVersion
+	if claim.MinValuesRelaxed {
+		annotations[MinValuesRelaxedAnnotationKey] = "true"
+	}
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: pool.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         v1.SchemeGroupVersion.String(),
+				Kind:               "NodePool",
+				Name:               pool.Name,
+				UID:                pool.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1.NodeClaimSpec{
+			NodeClaimTemplateSpec: *tmpl.Spec.DeepCopy(),
+			Resources:             v1.ResourceRequirements{Requests: claim.Requests.DeepCopy()},
+		},
+	}
+	nc.Spec.Requirements = claim.Requirements.NodeSelectorRequirements()
+	return nc
+}
