@@ -8,11 +8,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/capacityreservation"
 	localec2 "github.com/dovetail-autoscaler/dovetail/internal/localaws/ec2"
 )
 
@@ -193,5 +196,93 @@ func TestReservedLaunchRefused(t *testing.T) {
 	next, err := cp.Create(ctx, claimFor("refused-2", "refused", []string{"m5.large"}, all))
 	if err != nil || next.Labels[karpv1.CapacityTypeLabelKey] != "on-demand" {
 		t.Fatalf("next Create = %v, %v; want on-demand", next, err)
+	}
+}
+
+// expiration returns the runtime's capacity-block expiration controller.
+func (h *harness) expiration(t *testing.T) *capacityreservation.ExpirationController {
+	t.Helper()
+	for _, c := range h.rt.Controllers {
+		if e, ok := c.(*capacityreservation.ExpirationController); ok {
+			return e
+		}
+	}
+	t.Fatal("the runtime has no capacity-block expiration controller")
+	return nil
+}
+
+// TestCapacityBlockLaunchAndExpiry: a Capacity Block is launched into with
+// the capacity-block market and labelled so; its NodeClaim is left alone
+// until 40 minutes before the block's end, then deleted so its node drains
+// before EC2 reclaims it.
+func TestCapacityBlockLaunchAndExpiry(t *testing.T) {
+	h := newHarness(t, "block")
+	ctx := context.Background()
+	end := h.clock.Now().Add(2 * time.Hour)
+	cr, err := h.server.AddCapacityReservation(localec2.CapacityReservation{
+		InstanceType: "m5.large", Zone: "us-east-1c", AvailableInstanceCount: 2, InstanceMatchCriteria: "targeted",
+		ReservationType: localec2.ReservationTypeCapacityBlock, EndDate: end,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := h.defaultClass("block")
+	class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: cr.ID}}
+	h.createClass(t, class)
+	nc := h.reconcile(t, "block")
+	if len(nc.Status.CapacityReservations) != 1 || nc.Status.CapacityReservations[0].ReservationType != awsv1.CapacityReservationTypeCapacityBlock ||
+		nc.Status.CapacityReservations[0].State != awsv1.CapacityReservationStateActive {
+		t.Fatalf("status.capacityReservations = %+v", nc.Status.CapacityReservations)
+	}
+
+	claim := claimFor("block-1", "block", []string{"m5.large"}, []string{"reserved", "on-demand"})
+	launched, err := h.rt.CloudProvider.Create(ctx, claim)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if launched.Labels[awsv1.LabelCapacityReservationType] != "capacity-block" || launched.Labels[awsv1.LabelCapacityReservationID] != cr.ID {
+		t.Fatalf("labels %v, want the capacity block", launched.Labels)
+	}
+	lt := h.server.EC2().LaunchTemplates()
+	var market string
+	for _, tmpl := range lt {
+		if v := tmpl.Data.Params["InstanceMarketOptions.MarketType"]; v != "" {
+			market = v
+		}
+	}
+	if market != "capacity-block" {
+		t.Errorf("no launch template with InstanceMarketOptions.MarketType=capacity-block")
+	}
+	// The claim as the core stores it.
+	if err := testEnv.Client.Create(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), launched) })
+
+	exp := h.expiration(t)
+	res, err := exp.Reconcile(ctx, launched)
+	if err != nil || res.RequeueAfter != 80*time.Minute {
+		t.Fatalf("Reconcile two hours before the end = %+v, %v; want a requeue in 80m", res, err)
+	}
+	h.clock.Step(80 * time.Minute)
+	if _, err := exp.Reconcile(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodeClaim{}
+	err = testEnv.Client.Get(ctx, client.ObjectKeyFromObject(launched), got)
+	if err == nil && got.DeletionTimestamp.IsZero() {
+		t.Fatalf("claim of an expiring capacity block is not being deleted")
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("getting the claim: %v", err)
+	}
+	// The class now reports the block as expiring, and offers it no more.
+	nc = h.reconcile(t, "block")
+	if nc.Status.CapacityReservations[0].State != awsv1.CapacityReservationStateExpiring {
+		t.Errorf("state = %s, want expiring", nc.Status.CapacityReservations[0].State)
+	}
+	next, err := h.rt.CloudProvider.Create(ctx, claimFor("block-2", "block", []string{"m5.large"}, []string{"reserved", "on-demand"}))
+	if err != nil || next.Labels[karpv1.CapacityTypeLabelKey] != "on-demand" {
+		t.Fatalf("Create while the block expires = %v, %v; want on-demand", next, err)
 	}
 }

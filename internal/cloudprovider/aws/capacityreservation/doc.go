@@ -11,4 +11,8 @@
 // DescribeCapacityReservations replaces the counts. Each change bumps
 // SeqNum, which the instance-type provider keys its cache on, so that the
 // next simulation sees reserved offerings appear and disappear.
+//
+// ExpirationController deletes the NodeClaims of a capacity block from
+// ExpirationWindow (40 minutes) before its end time, so that their nodes
+// are drained before EC2 reclaims the instances.
 package capacityreservation
