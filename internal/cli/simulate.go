@@ -181,7 +181,7 @@ func (o *SimulateOptions) Run(objs *whatif.Objects) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	res, err := whatif.Simulate(changed, whatif.Options{Now: clk.Now()})
+	res, err := whatif.Simulate(changed, whatif.Options{Now: clk.Now(), Original: objs})
 	if err != nil {
 		return err
 	}

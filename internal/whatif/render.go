@@ -91,7 +91,11 @@ func WriteResult(w io.Writer, r *Result) error {
 		}
 	}
 	c := r.Cost
-	p("\nCost: $%.4f/h now, $%.4f/h after launches, $%.4f/h after disruption (%+.4f $/h)", c.Before, c.AfterProvisioning, c.After, c.After-c.Before)
+	p("\nCost: $%.4f/h now", c.BeforeChanges)
+	if c.BeforeChanges != c.Before {
+		p(", $%.4f/h after the changes", c.Before)
+	}
+	p(", $%.4f/h after launches, $%.4f/h after disruption (%+.4f $/h)", c.AfterProvisioning, c.After, c.After-c.BeforeChanges)
 	if c.Unpriced > 0 {
 		p("; %d node(s) have no catalog price and are not counted", c.Unpriced)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	// Simulator and Disruption tune the decisions as the controller's flags do.
 	Simulator  simulator.Options
 	Disruption disruption.Options
+	// Original, when set, is the cluster before the what-if changes; its
+	// nodes' price is reported as Cost.BeforeChanges.
+	Original *Objects
 }
 
 // Result is what Dovetail would do.
@@ -133,6 +136,9 @@ type Budget struct {
 // Cost is the hourly price of the nodes (those whose offering the catalog
 // prices) now, after provisioning, and after provisioning and disruption.
 type Cost struct {
+	// BeforeChanges is the price of the cluster before the what-if changes
+	// (removed nodes still counted); Before is after them.
+	BeforeChanges     float64 `json:"beforeChangesPerHour"`
 	Before            float64 `json:"beforePerHour"`
 	AfterProvisioning float64 `json:"afterProvisioningPerHour"`
 	After             float64 `json:"afterPerHour"`
@@ -192,6 +198,14 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 			res.Cost.Before += price
 		} else {
 			res.Cost.Unpriced++
+		}
+	}
+	res.Cost.BeforeChanges = res.Cost.Before
+	if opts.Original != nil {
+		res.Cost.BeforeChanges = 0
+		for _, n := range opts.Original.Nodes {
+			price, _ := m.price(n.Labels)
+			res.Cost.BeforeChanges += price
 		}
 	}
 	for _, l := range res.Launches {
