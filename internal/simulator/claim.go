@@ -301,7 +301,8 @@ func sameReq(a, b *creq) bool {
 
 // keyMask is Model.keyMask with a per-solve cache.
 func (s *solve) keyMask(p *pool, kb *keyBits, r *creq) bitset.Set {
-	buf := append(s.keyBuf[:0], byte(p.idx), byte(p.idx>>8), 'k')
+	buf := s.keyBuf[:0]
+	buf = append(buf, byte(p.idx), byte(p.idx>>8), 'k')
 	buf = appendInt32(buf, r.key)
 	buf = r.encode(buf)
 	s.keyBuf = buf
@@ -315,7 +316,8 @@ func (s *solve) keyMask(p *pool, kb *keyBits, r *creq) bitset.Set {
 
 // offerings is Model.offeringMask with a per-solve cache.
 func (s *solve) offerings(p *pool, pairs bitset.Set) bitset.Set {
-	buf := append(s.keyBuf[:0], byte(p.idx), byte(p.idx>>8), 'o')
+	buf := s.keyBuf[:0]
+	buf = append(buf, byte(p.idx), byte(p.idx>>8), 'o')
 	for _, w := range pairs {
 		buf = appendInt64(buf, int64(w))
 	}

@@ -153,7 +153,8 @@ func (s *solve) finalizeClaim(c *claim, cache map[string]typeList) (*NewNodeClai
 // priceOrder returns the pool's types ordered by their cheapest offering
 // among pairs (then name), without types not offered there.
 func (s *solve) priceOrder(p *pool, pairs bitset.Set, all bool) []int32 {
-	key := append(s.keyBuf[:0], byte(p.idx), byte(p.idx>>8), 'p')
+	key := s.keyBuf[:0]
+	key = append(key, byte(p.idx), byte(p.idx>>8), 'p')
 	for _, w := range pairs {
 		key = appendInt64(key, int64(w))
 	}

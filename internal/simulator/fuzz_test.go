@@ -115,8 +115,8 @@ func fuzzSnapshot(b *bytes) (*simulator.Snapshot, simulator.Request, simulator.O
 		req.Pods = append(req.Pods, n.Pods...)
 	}
 	if b.pick(4) == 0 {
-		cap := b.pick(3)
-		req.MaxNewNodeClaims = &cap
+		limit := b.pick(3)
+		req.MaxNewNodeClaims = &limit
 	}
 	opts := simulator.Options{}
 	if b.pick(3) == 0 {

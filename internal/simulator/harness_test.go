@@ -2,11 +2,13 @@ package simulator_test
 
 import (
 	"fmt"
-	"github.com/go-logr/logr"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -107,8 +109,10 @@ func (r *result) claimOf(pod string) *simulator.NewNodeClaim {
 	if !strings.HasPrefix(l, "claim/") {
 		return nil
 	}
-	var i int
-	fmt.Sscanf(l, "claim/%d", &i)
+	i, err := strconv.Atoi(strings.TrimPrefix(l, "claim/"))
+	if err != nil {
+		panic(fmt.Sprintf("location %q: %v", l, err)) // the harness wrote it
+	}
 	return r.plan.NewNodeClaims[i]
 }
 
@@ -331,12 +335,12 @@ func verifyPlan(t *testing.T, snap *simulator.Snapshot, opts simulator.Options, 
 			}
 		}
 	}
-	max := opts.MaxInstanceTypes
-	if max == 0 {
-		max = simulator.DefaultMaxInstanceTypes
+	maxTypes := opts.MaxInstanceTypes
+	if maxTypes == 0 {
+		maxTypes = simulator.DefaultMaxInstanceTypes
 	}
 	for i, c := range plan.NewNodeClaims {
-		verifyClaim(t, i, c, max, snap)
+		verifyClaim(t, i, c, maxTypes, snap)
 	}
 	pr, err := replay.Materialize(t.Name(), snap, req, plan)
 	if err != nil {
@@ -367,10 +371,10 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 // each with room for the requests, each compatible with the requirements and
 // offered where they allow; and every node it may become (option x allowed
 // offering) satisfies every pod's node affinity and tolerates nothing it must not.
-func verifyClaim(t *testing.T, i int, c *simulator.NewNodeClaim, max int, snap *simulator.Snapshot) {
+func verifyClaim(t *testing.T, i int, c *simulator.NewNodeClaim, maxTypes int, snap *simulator.Snapshot) {
 	t.Helper()
-	if len(c.InstanceTypes) == 0 || len(c.InstanceTypes) > max {
-		t.Errorf("claim %d has %d instance types (max %d)", i, len(c.InstanceTypes), max)
+	if len(c.InstanceTypes) == 0 || len(c.InstanceTypes) > maxTypes {
+		t.Errorf("claim %d has %d instance types (max %d)", i, len(c.InstanceTypes), maxTypes)
 		return
 	}
 	var np *v1.NodePool

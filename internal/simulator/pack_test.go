@@ -28,9 +28,9 @@ func typesOf(want map[string]int) func(*testing.T, *result) {
 	}
 }
 
-// costRatioAtMost asserts that the plan spends at most max times the
+// costRatioAtMost asserts that the plan spends at most limit times the
 // fractional lower bound of its pods over the first NodePool's types.
-func costRatioAtMost(max float64) func(*testing.T, *result) {
+func costRatioAtMost(limit float64) func(*testing.T, *result) {
 	return func(t *testing.T, r *result) {
 		t.Helper()
 		spend, cpu, mem := 0.0, 0.0, 0.0
@@ -43,18 +43,18 @@ func costRatioAtMost(max float64) func(*testing.T, *result) {
 			}
 		}
 		bound := fractionalBound(generalTypes(r.snap.NodePools[0]), cpu, mem)
-		if ratio := spend / bound; ratio > max {
-			t.Errorf("cost ratio %.4f ($%.3f against a bound of $%.3f), want at most %.3f", ratio, spend, bound, max)
+		if ratio := spend / bound; ratio > limit {
+			t.Errorf("cost ratio %.4f ($%.3f against a bound of $%.3f), want at most %.3f", ratio, spend, bound, limit)
 		}
 	}
 }
 
-// costAtMost asserts that the plan costs at most max.
-func costAtMost(max float64) func(*testing.T, *result) {
+// costAtMost asserts that the plan costs at most limit.
+func costAtMost(limit float64) func(*testing.T, *result) {
 	return func(t *testing.T, r *result) {
 		t.Helper()
-		if got := r.plan.Cost(); got > max {
-			t.Errorf("plan costs $%.3f, want at most $%.3f", got, max)
+		if got := r.plan.Cost(); got > limit {
+			t.Errorf("plan costs $%.3f, want at most $%.3f", got, limit)
 		}
 	}
 }
