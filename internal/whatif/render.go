@@ -67,7 +67,7 @@ func WriteResult(w io.Writer, r *Result) error {
 		for _, l := range d.Replacements {
 			repl = append(repl, fmt.Sprintf("%s (%s, %s, %s)", l.InstanceType, l.NodePool, l.Zone, l.CapacityType))
 		}
-		p("%s\t%s\t%s\t%d\t%s\t%.4f\t%.4f\t%.4f\n", d.Method, d.Decision, strings.Join(d.Nodes, ","), d.PodsMoved, orNone(strings.Join(repl, ", ")),
+		p("%s\t%s\t%s\t%d\t%s\t%.4f\t%.4f\t%.4f\n", d.Method, d.Decision, shorten(d.Nodes), d.PodsMoved, orNone(strings.Join(repl, ", ")),
 			d.PriceBefore, d.PriceAfter, d.Savings)
 	}
 	if len(d.Blocked) > 0 {
@@ -119,4 +119,13 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// shorten lists up to five names and counts the rest.
+func shorten(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ",")
+	}
+	return fmt.Sprintf("%s (+%d more)", strings.Join(names[:shown], ","), len(names)-shown)
 }
