@@ -160,7 +160,7 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 	)
 	if s.InterruptionQueue != "" {
 		rt.Controllers = append(rt.Controllers, interruption.NewController(deps.KubeClient, deps.Clock, clients.SQS, s.InterruptionQueue, interruption.Options{
-			Recorder: deps.Recorder, MarkUnavailable: offerings.MarkUnavailable,
+			Recorder: deps.Recorder, MarkUnavailable: offerings.MarkUnavailable, MarkReservationUnavailable: reservations.MarkUnavailable,
 			Registerer: deps.Registerer, NodeClaimsDisrupted: deps.NodeClaimsDisrupted,
 		}))
 	}

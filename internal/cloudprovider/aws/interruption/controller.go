@@ -43,6 +43,10 @@ type Options struct {
 	// MarkUnavailable marks an offering unavailable for a while (the
 	// unavailable-offerings cache's MarkUnavailable); nil skips it.
 	MarkUnavailable func(instanceType, zone, capacityType, reason string)
+	// MarkReservationUnavailable records that a capacity reservation takes
+	// no more instances for now (capacityreservation.Provider's
+	// MarkUnavailable); nil skips it.
+	MarkReservationUnavailable func(reservationID string)
 	// Registerer receives the interruption metrics; nil skips registration.
 	Registerer prometheus.Registerer
 	// NodeClaimsDisrupted is the core's karpenter_nodeclaims_disrupted_total

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
@@ -91,8 +92,15 @@ func (c *Controller) handleTarget(ctx context.Context, msg Message, t target) er
 	}
 	ctx = log.IntoContext(ctx, logger)
 	c.publish(msg.Kind, t.instanceID, objs...)
-	if msg.Kind == KindSpotInterrupted {
-		c.markSpotUnavailable(ctx, t.claim)
+	switch msg.Kind {
+	case KindSpotInterrupted:
+		c.markUnavailable(ctx, t.claim, v1.CapacityTypeSpot, "spot interruption warning")
+	case KindCapacityReservationInterrupted:
+		// EC2 is taking the reservation's capacity back: launch elsewhere.
+		c.markUnavailable(ctx, t.claim, v1.CapacityTypeReserved, "capacity reservation interruption warning")
+		if id := t.claim.Labels[awsv1.LabelCapacityReservationID]; id != "" && c.opts.MarkReservationUnavailable != nil {
+			c.opts.MarkReservationUnavailable(id)
+		}
 	}
 	if !msg.Kind.Disrupts() {
 		logger.V(0).Info("Received an interruption message that needs no action")
@@ -128,9 +136,9 @@ func warnsOfReclaim(k Kind) bool {
 	return k == KindSpotInterrupted || k == KindCapacityReservationInterrupted
 }
 
-// markSpotUnavailable marks the claim's (instance type, zone, spot) offering
-// unavailable, so that the replacement goes elsewhere.
-func (c *Controller) markSpotUnavailable(ctx context.Context, nc *v1.NodeClaim) {
+// markUnavailable marks the claim's (instance type, zone, capacity type)
+// offering unavailable, so that the replacement goes elsewhere.
+func (c *Controller) markUnavailable(ctx context.Context, nc *v1.NodeClaim, capacityType, reason string) {
 	if c.opts.MarkUnavailable == nil {
 		return
 	}
@@ -139,8 +147,8 @@ func (c *Controller) markSpotUnavailable(ctx context.Context, nc *v1.NodeClaim) 
 		log.FromContext(ctx).V(1).Info("NodeClaim has no instance type or zone label; not marking its offering unavailable")
 		return
 	}
-	c.opts.MarkUnavailable(instanceType, zone, v1.CapacityTypeSpot, "spot interruption warning")
-	log.FromContext(ctx).V(1).Info("Marked offering unavailable", "instanceType", instanceType, "zone", zone, "capacityType", v1.CapacityTypeSpot)
+	c.opts.MarkUnavailable(instanceType, zone, capacityType, reason)
+	log.FromContext(ctx).V(1).Info("Marked offering unavailable", "instanceType", instanceType, "zone", zone, "capacityType", capacityType)
 }
 
 // taint adds karpenter.sh/disrupted:NoSchedule to the node, the taint the
