@@ -70,6 +70,17 @@ func WriteResult(w io.Writer, r *Result) error {
 		p("%s\t%s\t%s\t%d\t%s\t%.4f\t%.4f\t%.4f\n", d.Method, d.Decision, shorten(d.Nodes), d.PodsMoved, orNone(strings.Join(repl, ", ")),
 			d.PriceBefore, d.PriceAfter, d.Savings)
 	}
+	if len(d.Candidates) > 0 {
+		const shown = 10
+		p("\nDisruption candidates: %d (most savings per unit of disruption cost first)\nNODE\tNODEPOOL\tINSTANCE TYPE\t$/H\tPODS\tCONSOLIDATABLE\tDRIFTED\n", len(d.Candidates))
+		for i, c := range d.Candidates {
+			if i == shown {
+				p("... and %d more\n", len(d.Candidates)-shown)
+				break
+			}
+			p("%s\t%s\t%s\t%.4f\t%d\t%t\t%t\n", c.Node, c.NodePool, c.InstanceType, c.Price, c.Pods, c.Consolidatable, c.Drifted)
+		}
+	}
 	if len(d.Blocked) > 0 {
 		p("\nNodes not disrupted:\nNODE\tREASON\tMESSAGE\n")
 		for i, b := range d.Blocked {

@@ -110,10 +110,26 @@ type Disruption struct {
 	PriceBefore float64 `json:"priceBeforePerHour"`
 	PriceAfter  float64 `json:"priceAfterPerHour"`
 	Savings     float64 `json:"savingsPerHour"`
+	// Candidates are the nodes that passed every guard, in the order the
+	// methods consider them (most savings per unit of disruption cost first).
+	Candidates []Candidate `json:"candidates,omitempty"`
 	// Blocked are the nodes that were not disrupted, and why.
 	Blocked []NodeReason `json:"blocked,omitempty"`
 	// Budgets are what each NodePool's budgets allow now, by reason.
 	Budgets []Budget `json:"budgets,omitempty"`
+}
+
+// Candidate is a node disruption may act on.
+type Candidate struct {
+	Node         string  `json:"node"`
+	NodePool     string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType"`
+	Price        float64 `json:"pricePerHour"`
+	// Pods counts the pods that would move.
+	Pods int `json:"pods"`
+	// Consolidatable: consolidateAfter has passed; Drifted: the NodeClaim drifted.
+	Consolidatable bool `json:"consolidatable"`
+	Drifted        bool `json:"drifted"`
 }
 
 // NodeReason is a node and why it is not disrupted.
@@ -189,8 +205,16 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 	}
 
 	// 2. Disruption, as the disruption controller decides.
-	out := disruption.Decide(m.disruptionInput(), opts.Disruption)
+	in := m.disruptionInput()
+	out := disruption.Decide(in, opts.Disruption)
 	res.Disruption = disruptionOf(out)
+	for _, c := range disruption.Candidates(in, opts.Disruption) {
+		cand := Candidate{Node: c.Name(), NodePool: c.NodePool.Name, Price: c.Price, Pods: len(c.Pods), Consolidatable: c.Consolidatable, Drifted: c.Drifted}
+		if c.InstanceType != nil {
+			cand.InstanceType = c.InstanceType.Name
+		}
+		res.Disruption.Candidates = append(res.Disruption.Candidates, cand)
+	}
 
 	// 3. Prices.
 	for _, n := range o.Nodes {

@@ -20,6 +20,7 @@ type summary struct {
 	Placements    []string // pod -> node
 	Unschedulable []string
 	Disruption    string
+	Candidates    []string
 	Blocked       []string // node: message
 }
 
@@ -35,6 +36,9 @@ func summarize(r *whatif.Result) summary {
 		s.Unschedulable = append(s.Unschedulable, u.Pod)
 	}
 	s.Disruption = r.Disruption.Command
+	for _, c := range r.Disruption.Candidates {
+		s.Candidates = append(s.Candidates, c.Node)
+	}
 	for _, b := range r.Disruption.Blocked {
 		msg := b.Message
 		if strings.HasPrefix(msg, "Node is nominated") {
@@ -98,6 +102,7 @@ func TestSimulateFixtures(t *testing.T) {
 			snapshot: idle,
 			want: summary{
 				Disruption: "Underutilized: deleting 1 node (m5.xlarge; $0.192/h), saving $0.192/h",
+				Candidates: []string{"node-b"},
 				Blocked: []string{
 					"node-a: PDB shop/web prevents pod evictions (pod shop/web-0)",
 					"node-c: Pod shop/db-0 has karpenter.sh/do-not-disrupt annotation",
@@ -129,6 +134,7 @@ func TestSimulateFixtures(t *testing.T) {
 			want: summary{
 				Unschedulable: []string{"jobs/huge"},
 				Disruption:    "Underutilized: deleting 1 node (m5.xlarge; $0.192/h), saving $0.192/h",
+				Candidates:    []string{"node-b"},
 				Blocked: []string{
 					"node-a: PDB shop/web prevents pod evictions (pod shop/web-0)",
 					"node-c: Pod shop/db-0 has karpenter.sh/do-not-disrupt annotation",
