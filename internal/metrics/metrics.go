@@ -34,6 +34,11 @@ const (
 	LabelCode              = "code"
 )
 
+// NodeLabels label the per-node metrics as Karpenter's do: the node, its
+// NodePool ("N/A" for nodes Dovetail does not manage), the resource, and
+// well-known node labels in snake case.
+var NodeLabels = []string{"node_name", LabelNodePool, LabelResourceType, "arch", "os", LabelCapacityType, LabelInstanceType, LabelZone}
+
 // Metrics holds every metric a Dovetail process exports.
 type Metrics struct {
 	// Provisioning.
@@ -60,6 +65,14 @@ type Metrics struct {
 	CloudProviderErrors     *prometheus.CounterVec
 	ClusterStateNodeCount   prometheus.Gauge
 	ClusterStateSynced      prometheus.Gauge
+	// Per node, by resource_type: what Karpenter's capacity dashboard
+	// queries (see NodeLabels for the labels).
+	NodesAllocatable         *prometheus.GaugeVec
+	NodesTotalPodRequests    *prometheus.GaugeVec
+	NodesTotalPodLimits      *prometheus.GaugeVec
+	NodesTotalDaemonRequests *prometheus.GaugeVec
+	NodesTotalDaemonLimits   *prometheus.GaugeVec
+	NodesSystemOverhead      *prometheus.GaugeVec
 	// Dovetail's own: the runaway breaker (internal/runaway).
 	LaunchBackoffs    *prometheus.CounterVec
 	LaunchBlockedPods *prometheus.GaugeVec
@@ -143,6 +156,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time to evaluate a disruption method.", Buckets: durationBuckets}, []string{LabelMethod, LabelConsolidationType}),
 		DisruptionQueueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "queue_failures_total",
 			Help: "Disruption commands rolled back (replacement timeout or failure)."}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
+		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "allocatable",
+			Help: "Node allocatable, by resource type."}, NodeLabels),
+		NodesTotalPodRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_requests",
+			Help: "Requests of the node's non-DaemonSet pods, by resource type."}, NodeLabels),
+		NodesTotalPodLimits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_limits",
+			Help: "Limits of the node's non-DaemonSet pods, by resource type."}, NodeLabels),
+		NodesTotalDaemonRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_requests",
+			Help: "Requests of the node's DaemonSet pods, by resource type."}, NodeLabels),
+		NodesTotalDaemonLimits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_limits",
+			Help: "Limits of the node's DaemonSet pods, by resource type."}, NodeLabels),
+		NodesSystemOverhead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "system_overhead",
+			Help: "Node capacity minus allocatable (kubelet, system reservations and eviction threshold), by resource type."}, NodeLabels),
 		LaunchBackoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_backoffs_total",
 			Help: "Launches found unused (a node launched for a pod registered and the pod still waited), each starting or lengthening a backoff for the pod's shape in the NodePool."}, []string{LabelNodePool}),
 		LaunchBlockedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_blocked_pods",
@@ -172,6 +197,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodesCreated, m.NodesTerminated, m.NodesDrained, m.NodeTerminationDuration, m.PodsDrained, m.PodEvictionRequests,
 		m.NodePoolUsage, m.NodePoolLimit, m.CloudProviderDuration, m.CloudProviderErrors, m.ClusterStateNodeCount, m.ClusterStateSynced,
 		m.LaunchBackoffs, m.LaunchBlockedPods,
+		m.NodesAllocatable, m.NodesTotalPodRequests, m.NodesTotalPodLimits, m.NodesTotalDaemonRequests, m.NodesTotalDaemonLimits, m.NodesSystemOverhead,
 		m.DisruptionDecisions, m.DisruptionDecisionsByNodePool, m.DisruptionEligibleNodes, m.DisruptionAllowed, m.DisruptionFailedValidations,
 		m.DisruptionEvaluationDuration, m.DisruptionQueueFailures, m.ConsolidationTimeouts,
 	}

@@ -1,5 +1,8 @@
 // Package cluster exports the cluster-state metrics: how many machines the
-// model holds and whether it is synced with the API server.
+// model holds, whether it is synced with the API server, and per node what
+// it offers and what its pods ask for (karpenter_nodes_allocatable,
+// _total_pod_requests, _total_daemon_requests, ...), which Karpenter's
+// capacity dashboard reads.
 package cluster
 
 import (
@@ -22,6 +25,8 @@ type Controller struct {
 	cluster    *state.Cluster
 	metrics    *metrics.Metrics
 	period     time.Duration
+	// nodes is what the last pass wrote; only the loop touches it.
+	nodes nodeSeries
 }
 
 // NewController returns the cluster-state metrics loop.
@@ -46,7 +51,9 @@ func (c *Controller) Start(ctx context.Context) error {
 			return nil
 		case <-c.clock.After(c.period):
 		}
-		c.metrics.ClusterStateNodeCount.Set(float64(len(c.cluster.Nodes())))
+		nodes := c.cluster.Nodes()
+		c.metrics.ClusterStateNodeCount.Set(float64(len(nodes)))
+		c.nodes = c.nodes.write(c.metrics, nodes)
 		synced, err := c.cluster.Synced(ctx, c.kubeClient)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("Checking cluster state sync", "error", err.Error())
