@@ -1,12 +1,8 @@
 package simulator
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
@@ -77,45 +73,4 @@ func (p *Plan) Cost() float64 {
 		total += c.Price
 	}
 	return total
-}
-
-// NodeClaim renders the claim as a NodeClaim of its NodePool (named by
-// generateName from the pool), ready for the cloud provider: the pool
-// template's labels, annotations, taints, startup taints, node class,
-// expiry and termination grace period; the claim's requirements; and its
-// resource requests.
-func (c *NewNodeClaim) NodeClaim(pool *v1.NodePool) *v1.NodeClaim {
-	tmpl := pool.Spec.Template
-	labels := map[string]string{}
-	maps.Copy(labels, tmpl.ObjectMeta.Labels)
-	for k, v := range c.Requirements.Labels() {
-		if k != corev1.LabelHostname && k != requirements.NodeNameField {
-			labels[k] = v
-		}
-	}
-	labels[v1.NodePoolLabelKey] = pool.Name
-	var annotations map[string]string
-	if len(tmpl.ObjectMeta.Annotations) > 0 {
-		annotations = maps.Clone(tmpl.ObjectMeta.Annotations)
-	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: pool.Name + "-",
-			Labels:       labels,
-			Annotations:  annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         v1.SchemeGroupVersion.String(),
-				Kind:               "NodePool",
-				Name:               pool.Name,
-				UID:                pool.UID,
-				BlockOwnerDeletion: new(true),
-			}},
-		},
-		Spec: v1.NodeClaimSpec{
-			NodeClaimTemplateSpec: *tmpl.Spec.DeepCopy(),
-			Resources:             v1.ResourceRequirements{Requests: c.Requests.DeepCopy()},
-		},
-	}
-	nc.Spec.Requirements = c.Requirements.NodeSelectorRequirements()
-	return nc
 }

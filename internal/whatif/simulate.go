@@ -13,6 +13,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
 
@@ -329,7 +330,7 @@ func (m *model) launch(plan *simulator.Plan) {
 		byName[p.NodePool.Name] = p.NodePool
 	}
 	for i, c := range plan.NewNodeClaims {
-		nc := c.NodeClaim(byName[c.NodePool])
+		nc := nodeclaimutil.FromPlan(c, byName[c.NodePool])
 		nc.Name = fmt.Sprintf("%swhatif-%d", nc.GenerateName, i)
 		m.cluster.UpdateNodeClaim(nc)
 		m.cluster.NominateNodeForPod(nc.Name, window)
