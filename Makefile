@@ -81,11 +81,16 @@ RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
 	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/
 
+# Per test binary: the end-to-end packages run for minutes each, longer when
+# the packages run side by side on 2 cores; go test's default of 10 minutes
+# cut one off under load.
+TEST_TIMEOUT ?= 30m
+
 test: controlplane ## Run every test: unit, integration (real apiserver) and end-to-end (full control plane), then the concurrent packages under the race detector
-	$(GO) test ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	cd hack/tools/image && $(GO) test ./...
-	cd test/oracle && $(GO) test ./...
-	$(GO) test -race $(RACE_PACKAGES)
+	cd test/oracle && $(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PACKAGES)
 
 test-race: controlplane ## Run the concurrent packages under the race detector
 	$(GO) test -race $(RACE_PACKAGES)

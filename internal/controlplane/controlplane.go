@@ -49,15 +49,26 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := opts.complete(); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{opts: opts}
-	if err := cp.start(ctx); err != nil {
+	// A port found free can still be taken by another process before the
+	// component binds it; with a fresh work directory, start again on
+	// other ports.
+	for attempt := 1; ; attempt++ {
+		cp := &ControlPlane{opts: opts}
+		err := cp.start(ctx)
+		if err == nil {
+			return cp, nil
+		}
 		if stopErr := cp.Stop(); stopErr != nil {
 			err = errors.Join(err, stopErr)
 		}
-		return nil, err
+		if attempt == maxStartAttempts || opts.WorkDir != "" || !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
 	}
-	return cp, nil
 }
+
+// maxStartAttempts bounds the restarts after a port was taken under us.
+const maxStartAttempts = 3
 
 func (cp *ControlPlane) start(ctx context.Context) error {
 	if cp.opts.WorkDir == "" {

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -153,6 +154,16 @@ func RepoRoot() (string, error) {
 
 // freePort asks the kernel for an unused loopback port.
 func freePort() (int, error) {
+	// Below the kernel's ephemeral range (32768 and up by default): a port
+	// taken from that range can be handed to some client's outgoing
+	// connection before the component binds it (seen in CI as "bind:
+	// address already in use" when test packages run in parallel).
+	for range 64 {
+		port := localPortLow + rand.IntN(localPortHigh-localPortLow)
+		if checkPortFree(port) == nil {
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
@@ -160,6 +171,12 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// The range freePort draws listening ports from.
+const (
+	localPortLow  = 20000
+	localPortHigh = 32000
+)
 
 // checkPortFree fails when something already listens on the loopback port.
 func checkPortFree(port int) error {
