@@ -60,6 +60,10 @@ type Cluster struct {
 	// waiting holds the pods the model has seen unbound, not terminal and
 	// not being deleted; only they make a machine count as nominated.
 	waiting map[podKey]bool
+	// created holds, per NodeClaim name, when this process created the
+	// claim and recorded it before the informer delivered it (see
+	// AddCreatedNodeClaim); the informer's first delivery clears it.
+	created map[string]time.Time
 }
 
 // waitingHold is how far past the reading's clock a machine that holds
@@ -90,6 +94,7 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		planned:       map[string][]types.NamespacedName{},
 		waitingOn:     map[podKey]string{},
 		waiting:       map[podKey]bool{},
+		created:       map[string]time.Time{},
 	}
 }
 
@@ -145,6 +150,7 @@ func (c *Cluster) DeleteNode(name string) {
 func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.created, nc.Name)
 	id := claimEntryID(nc)
 	if old, ok := c.claimNames[nc.Name]; ok && old != id {
 		c.moveClaim(old, id)
@@ -163,7 +169,13 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	// the model never held the claim.
 	delete(c.planned, name)
 	delete(c.nominated, name)
+	delete(c.created, name)
 	c.forgetWaitingOn(name)
+	c.removeClaim(name)
+}
+
+// removeClaim drops a NodeClaim name from the model. Callers hold the lock.
+func (c *Cluster) removeClaim(name string) {
 	id, ok := c.claimNames[name]
 	if !ok {
 		return
@@ -219,6 +231,40 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.unbind(key)
 	delete(c.waitingOn, key)
 	delete(c.waiting, key)
+}
+
+// AddCreatedNodeClaim records a NodeClaim the provisioner has just created,
+// unless the model already holds it. Until the informer delivers it, the
+// informer cache does not list it either, so a provisioning pass in between
+// (Synced compares the model with that cache) would not see the claim and
+// plan its pods again: a second node for the same pods, seen under load in
+// CI. Karpenter records its new NodeClaims in its cluster state the same way.
+func (c *Cluster) AddCreatedNodeClaim(nc *v1.NodeClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.claimNames[nc.Name]; ok {
+		return
+	}
+	id := claimEntryID(nc)
+	c.entry(id).nodeClaim = nc
+	c.claimNames[nc.Name] = id
+	c.created[nc.Name] = c.clock.Now()
+}
+
+// ForgetUnconfirmedNodeClaims drops the claims AddCreatedNodeClaim recorded
+// that the informer has not delivered within maxAge: such a claim was most
+// likely deleted before the informer saw it (a relist in between), and
+// would otherwise hold room that does not exist.
+func (c *Cluster) ForgetUnconfirmedNodeClaims(maxAge time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for name, at := range c.created {
+		if now.Sub(at) >= maxAge {
+			delete(c.created, name)
+			c.removeClaim(name)
+		}
+	}
 }
 
 // UpdateDaemonSet records a daemonset. Only informers call it.

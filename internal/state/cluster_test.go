@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -375,5 +377,45 @@ func TestExpiredNominationsAreForgotten(t *testing.T) {
 	c.NominateNodeForPod("node-a", 20*time.Second)
 	if _, ok := c.nominated["never-seen"]; ok || len(c.nominated) != 1 {
 		t.Errorf("nominations %v, want only node-a's", c.nominated)
+	}
+}
+
+// TestCreatedNodeClaims: a claim the provisioner created is in the model at
+// once (before the informer delivers it); the informer's version replaces
+// it and confirms it; one the informer never delivers is forgotten after
+// the maximum age; a claim the model already holds is not overwritten.
+func TestCreatedNodeClaims(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := NewCluster(clk)
+	names := func() []string {
+		var out []string
+		for _, n := range c.Nodes() {
+			out = append(out, n.Name())
+		}
+		sort.Strings(out)
+		return out
+	}
+	c.AddCreatedNodeClaim(claim("confirmed", ""))
+	c.AddCreatedNodeClaim(claim("ghost", ""))
+	if got := names(); !slices.Equal(got, []string{"confirmed", "ghost"}) {
+		t.Fatalf("model holds %v, want both created claims at once", got)
+	}
+	launched := claim("confirmed", "fake://1")
+	c.UpdateNodeClaim(launched)
+	c.AddCreatedNodeClaim(claim("confirmed", "")) // a late duplicate call must not roll the informer's version back
+	for _, n := range c.Nodes() {
+		if n.NodeClaim.Name == "confirmed" && n.NodeClaim.Status.ProviderID != "fake://1" {
+			t.Errorf("the informer's version was overwritten: provider ID %q", n.NodeClaim.Status.ProviderID)
+		}
+	}
+	clk.Step(time.Minute)
+	c.ForgetUnconfirmedNodeClaims(2 * time.Minute)
+	if got := names(); !slices.Equal(got, []string{"confirmed", "ghost"}) {
+		t.Fatalf("after 1 minute the model holds %v, want both", got)
+	}
+	clk.Step(time.Minute)
+	c.ForgetUnconfirmedNodeClaims(2 * time.Minute)
+	if got := names(); !slices.Equal(got, []string{"confirmed"}) {
+		t.Errorf("after 2 minutes the model holds %v, want only the confirmed claim", got)
 	}
 }

@@ -49,6 +49,11 @@ func (o Options) NominationWindow() time.Duration {
 	return max(2*o.BatchMaxDuration, 10*time.Second)
 }
 
+// unconfirmedClaimMaxAge is how long a NodeClaim this process created stays
+// in the model without the informer delivering it (the chaos suite saw
+// informers lag about 50 s after API server restarts).
+const unconfirmedClaimMaxAge = 2 * time.Minute
+
 // Provisioner turns batches of pending pods into NodeClaims.
 type Provisioner struct {
 	clock         clock.Clock
@@ -107,6 +112,7 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p.cluster.ForgetUnconfirmedNodeClaims(unconfirmedClaimMaxAge)
 	if !synced {
 		log.FromContext(ctx).V(1).Info("Waiting for cluster state to sync before provisioning")
 		p.batcher.Trigger()
@@ -294,6 +300,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 			return
 		}
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
+		p.cluster.AddCreatedNodeClaim(nc)
 		p.breaker.RecordLaunch(nc.Name, np.Name, claim.Pods)
 		p.cluster.NominateNodeForPod(nc.Name, window)
 		planned := make([]types.NamespacedName, 0, len(claim.Pods))
