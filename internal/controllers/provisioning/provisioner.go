@@ -149,6 +149,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string
 	if len(pods) == 0 {
 		p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(0)
 		p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(0)
+		for _, pool := range pools {
+			p.metrics.LaunchBlockedPods.WithLabelValues(pool.NodePool.Name).Set(0)
+		}
 		return nil, nil, nil
 	}
 	snapshot.Pods = pods
