@@ -370,8 +370,10 @@ func (c *Cluster) NominateNodeForPod(name string, window time.Duration) {
 }
 
 // nominatedUntil is when the latest nomination of the machine with this Node
-// and NodeClaim (either may be nil) expires. Callers hold the lock.
-func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim) time.Time {
+// and NodeClaim (either may be nil) expires; awaited holds the names of the
+// machines planned pods still wait on (see awaitedMachines). Callers hold
+// the lock.
+func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim, awaited map[string]bool) time.Time {
 	var until time.Time
 	if node != nil {
 		until = c.nominated[node.Name]
@@ -381,7 +383,7 @@ func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim) time.Time 
 			until = t
 		}
 	}
-	if c.holdsWaitingPods(node, nc) {
+	if (node != nil && awaited[node.Name]) || (nc != nil && awaited[nc.Name]) {
 		if t := c.clock.Now().Add(waitingHold); t.After(until) {
 			until = t
 		}
@@ -389,16 +391,18 @@ func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim) time.Time 
 	return until
 }
 
-// holdsWaitingPods reports whether a pod planned onto the machine with this
-// Node and NodeClaim (either may be nil) still waits to bind. Callers hold
-// the lock.
-func (c *Cluster) holdsWaitingPods(node *corev1.Node, nc *v1.NodeClaim) bool {
+// awaitedMachines returns the Node or NodeClaim names that a pod planned
+// onto them still waits to bind to. Built once per read of the model, so
+// that reading N machines costs one pass over the waiting pods, not N.
+// Callers hold the lock.
+func (c *Cluster) awaitedMachines() map[string]bool {
+	awaited := map[string]bool{}
 	for key, name := range c.waitingOn {
-		if c.waiting[key] && ((node != nil && name == node.Name) || (nc != nil && name == nc.Name)) {
-			return true
+		if c.waiting[key] {
+			awaited[name] = true
 		}
 	}
-	return false
+	return awaited
 }
 
 // forgetWaitingOn drops the pods waiting on a machine name that is gone: a
@@ -459,16 +463,17 @@ func (c *Cluster) Nodes() []*StateNode {
 	for _, claimID := range pairs {
 		paired[claimID] = true
 	}
+	awaited := c.awaitedMachines()
 	nodes := make([]*StateNode, 0, len(c.entries))
 	for id, e := range c.entries {
 		if paired[id] {
 			continue
 		}
-		n := c.stateNode(id, e)
+		n := c.stateNode(id, e, awaited)
 		if claimID, ok := pairs[id]; ok {
 			n.NodeClaim = c.entries[claimID].nodeClaim
 			n.MarkedForDeletion = n.MarkedForDeletion || c.marked[claimID] || n.Deleting()
-			n.NominatedUntil = c.nominatedUntil(n.Node, n.NodeClaim)
+			n.NominatedUntil = c.nominatedUntil(n.Node, n.NodeClaim, awaited)
 		}
 		nodes = append(nodes, n)
 	}
@@ -515,7 +520,7 @@ func (c *Cluster) NodeForProviderID(providerID string) (*StateNode, bool) {
 	if !ok {
 		return nil, false
 	}
-	return c.stateNode(id, e), true
+	return c.stateNode(id, e, c.awaitedMachines()), true
 }
 
 // DaemonSets returns the known daemonsets, sorted by namespace and name,
@@ -553,7 +558,7 @@ func compare(a, b string) int {
 }
 
 // stateNode builds the read-only view of an entry. Callers hold the lock.
-func (c *Cluster) stateNode(id string, e *stateEntry) *StateNode {
+func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *StateNode {
 	n := &StateNode{Node: e.node, NodeClaim: e.nodeClaim}
 	n.MarkedForDeletion = c.marked[id] || n.Deleting()
 	if e.node != nil {
@@ -567,7 +572,7 @@ func (c *Cluster) stateNode(id string, e *stateEntry) *StateNode {
 			return a.Namespace < b.Namespace || (a.Namespace == b.Namespace && a.Name < b.Name)
 		})
 	}
-	n.NominatedUntil = c.nominatedUntil(e.node, e.nodeClaim)
+	n.NominatedUntil = c.nominatedUntil(e.node, e.nodeClaim, awaited)
 	return n
 }
 
