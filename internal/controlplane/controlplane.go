@@ -288,14 +288,17 @@ func (cp *ControlPlane) Restart(ctx context.Context, name string, extraArgs ...s
 		}
 	}
 	stopped := cp.stopped
+	var old *process
+	if index >= 0 {
+		old = cp.processes[index]
+	}
 	cp.mu.Unlock()
 	if stopped {
 		return fmt.Errorf("restarting %s: control plane is stopped", name)
 	}
-	if index < 0 {
+	if old == nil {
 		return fmt.Errorf("restarting %s: no such component", name)
 	}
-	old := cp.processes[index]
 	if err := old.stop(cp.opts.StopGracePeriod); err != nil {
 		return fmt.Errorf("restarting %s: %w", name, err)
 	}
