@@ -21,7 +21,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sort"
 	"sync"
 	"time"
 
@@ -105,7 +104,6 @@ type Breaker struct {
 const maxTemplateShapes = 4096
 
 type podRecord struct {
-	name   types.NamespacedName
 	shape  string
 	claims []string // launched for this pod, oldest first
 }
@@ -258,31 +256,11 @@ func (b *Breaker) RecordLaunch(nodeClaim, nodePool string, pods []*corev1.Pod) {
 		c.pods[pod.UID] = struct{}{}
 		rec := b.pods[pod.UID]
 		if rec == nil {
-			rec = &podRecord{name: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, shape: b.shapeOf(pod)}
+			rec = &podRecord{shape: b.shapeOf(pod)}
 			b.pods[pod.UID] = rec
 		}
 		rec.claims = append(rec.claims, nodeClaim)
 	}
-}
-
-// BackingOff returns the keys whose backoff is running now, sorted.
-func (b *Breaker) BackingOff() []Key {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	var keys []Key
-	for key, s := range b.shapes {
-		if now.Before(s.until) {
-			keys = append(keys, key)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].NodePool != keys[j].NodePool {
-			return keys[i].NodePool < keys[j].NodePool
-		}
-		return keys[i].Shape < keys[j].Shape
-	})
-	return keys
 }
 
 // backoff is the wait after the n-th consecutive miss: base doubled n-1
