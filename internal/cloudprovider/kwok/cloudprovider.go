@@ -189,30 +189,28 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	inPartition := client.MatchingLabels{PartitionLabelKey: c.partition}
 	nodes := &corev1.NodeList{}
-	if err := c.kubeClient.List(ctx, nodes, inPartition); err != nil {
+	var nodeOpts []client.ListOption
+	if c.partition != DefaultPartition {
+		nodeOpts = append(nodeOpts, inPartition)
+	}
+	// The default partition also has the Nodes Karpenter's kwok provider
+	// launched (a cluster taken over from it keeps its nodes); a selector
+	// cannot say "this partition or no partition but Karpenter's label", so
+	// one unfiltered list is filtered by c.inPartition below.
+	if err := c.kubeClient.List(ctx, nodes, nodeOpts...); err != nil {
 		return nil, fmt.Errorf("listing nodes of partition %s: %w", c.partition, err)
 	}
 	claims := &v1.NodeClaimList{}
 	if err := c.kubeClient.List(ctx, claims, inPartition, client.HasLabels{RegisterAfterLabelKey}); err != nil {
 		return nil, fmt.Errorf("listing booting nodeclaims of partition %s: %w", c.partition, err)
 	}
-	if c.partition == DefaultPartition {
-		// Nodes Karpenter's kwok provider launched belong to the default
-		// partition: a cluster taken over from it keeps its nodes.
-		adopted := &corev1.NodeList{}
-		if err := c.kubeClient.List(ctx, adopted, client.HasLabels{KarpenterKWOKPartitionLabelKey}); err != nil {
-			return nil, fmt.Errorf("listing nodes launched by Karpenter's kwok provider: %w", err)
-		}
-		for _, node := range adopted.Items {
-			if _, ours := node.Labels[PartitionLabelKey]; !ours {
-				nodes.Items = append(nodes.Items, node)
-			}
-		}
-	}
 	var out []*v1.NodeClaim
 	hasNode := map[string]bool{}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
+		if !c.inPartition(node) {
+			continue
+		}
 		hasNode[node.Name] = true
 		if c.live(node) == nil {
 			out = append(out, toNodeClaim(node))
@@ -299,9 +297,13 @@ func (c *CloudProvider) live(node *corev1.Node) error {
 // default partition, so that Dovetail takes over a cluster Karpenter's kwok
 // provider ran.
 func (c *CloudProvider) owns(node *corev1.Node) bool {
-	if node.Spec.ProviderID != ProviderIDPrefix+node.Name {
-		return false
-	}
+	return node.Spec.ProviderID == ProviderIDPrefix+node.Name && c.inPartition(node)
+}
+
+// inPartition reports whether the node's labels place it in c's partition:
+// its PartitionLabelKey, or, for the default partition, Karpenter's
+// KarpenterKWOKPartitionLabelKey without ours.
+func (c *CloudProvider) inPartition(node *corev1.Node) bool {
 	if partition, ok := node.Labels[PartitionLabelKey]; ok {
 		return partition == c.partition
 	}
