@@ -24,52 +24,17 @@ func TestKarpenterKWOKInstanceTypes(t *testing.T) {
 	for _, it := range types {
 		byName[it.Name] = it
 	}
+	// Each row is a type's shape; its capacity, allocatable and labels
+	// follow from it (20Gi of ephemeral storage each).
 	cases := map[string]struct {
-		capacity    map[string]string
-		allocatable map[string]string
-		labels      map[string]string
-		onDemand    float64
+		family, cpu, memory, arch, os, pods string
+		allocCPU, allocMemory               string
+		onDemand                            float64
 	}{
-		"c-1x-amd64-linux": {
-			capacity:    map[string]string{"cpu": "1", "memory": "2Gi", "pods": "16", "ephemeral-storage": "20Gi"},
-			allocatable: map[string]string{"cpu": "900m", "memory": "2038Mi", "pods": "16", "ephemeral-storage": "20Gi"},
-			labels: map[string]string{
-				"node.kubernetes.io/instance-type": "c-1x-amd64-linux", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-				"karpenter.kwok.sh/instance-family": "c", "karpenter.kwok.sh/instance-size": "1",
-				"karpenter.kwok.sh/instance-cpu": "1", "karpenter.kwok.sh/instance-memory": "2Gi",
-			},
-			onDemand: 0.027147483648,
-		},
-		"c-16x-amd64-linux": {
-			capacity:    map[string]string{"cpu": "16", "memory": "32Gi", "pods": "256", "ephemeral-storage": "20Gi"},
-			allocatable: map[string]string{"cpu": "15900m", "memory": "32758Mi", "pods": "256", "ephemeral-storage": "20Gi"},
-			labels: map[string]string{
-				"node.kubernetes.io/instance-type": "c-16x-amd64-linux", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-				"karpenter.kwok.sh/instance-family": "c", "karpenter.kwok.sh/instance-size": "16",
-				"karpenter.kwok.sh/instance-cpu": "16", "karpenter.kwok.sh/instance-memory": "32Gi",
-			},
-			onDemand: 0.434359738368,
-		},
-		"s-48x-arm64-linux": {
-			capacity:    map[string]string{"cpu": "48", "memory": "192Gi", "pods": "768", "ephemeral-storage": "20Gi"},
-			allocatable: map[string]string{"cpu": "47900m", "memory": "196598Mi", "pods": "768", "ephemeral-storage": "20Gi"},
-			labels: map[string]string{
-				"node.kubernetes.io/instance-type": "s-48x-arm64-linux", "kubernetes.io/arch": "arm64", "kubernetes.io/os": "linux",
-				"karpenter.kwok.sh/instance-family": "s", "karpenter.kwok.sh/instance-size": "48",
-				"karpenter.kwok.sh/instance-cpu": "48", "karpenter.kwok.sh/instance-memory": "192Gi",
-			},
-			onDemand: 1.406158430208,
-		},
-		"m-256x-arm64-windows": {
-			capacity:    map[string]string{"cpu": "256", "memory": "2Ti", "pods": "1024", "ephemeral-storage": "20Gi"},
-			allocatable: map[string]string{"cpu": "255900m", "memory": "2097142Mi", "pods": "1024", "ephemeral-storage": "20Gi"},
-			labels: map[string]string{
-				"node.kubernetes.io/instance-type": "m-256x-arm64-windows", "kubernetes.io/arch": "arm64", "kubernetes.io/os": "windows",
-				"karpenter.kwok.sh/instance-family": "m", "karpenter.kwok.sh/instance-size": "256",
-				"karpenter.kwok.sh/instance-cpu": "256", "karpenter.kwok.sh/instance-memory": "2Ti",
-			},
-			onDemand: 8.599023255552,
-		},
+		"c-1x-amd64-linux":     {"c", "1", "2Gi", "amd64", "linux", "16", "900m", "2038Mi", 0.027147483648},
+		"c-16x-amd64-linux":    {"c", "16", "32Gi", "amd64", "linux", "256", "15900m", "32758Mi", 0.434359738368},
+		"s-48x-arm64-linux":    {"s", "48", "192Gi", "arm64", "linux", "768", "47900m", "196598Mi", 1.406158430208},
+		"m-256x-arm64-windows": {"m", "256", "2Ti", "arm64", "windows", "1024", "255900m", "2097142Mi", 8.599023255552},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -77,13 +42,20 @@ func TestKarpenterKWOKInstanceTypes(t *testing.T) {
 			if !ok {
 				t.Fatalf("no instance type %s", name)
 			}
-			if diff := cmp.Diff(tc.capacity, shownResources(it.Capacity)); diff != "" {
+			capacity := map[string]string{"cpu": tc.cpu, "memory": tc.memory, "pods": tc.pods, "ephemeral-storage": "20Gi"}
+			allocatable := map[string]string{"cpu": tc.allocCPU, "memory": tc.allocMemory, "pods": tc.pods, "ephemeral-storage": "20Gi"}
+			labels := map[string]string{
+				"node.kubernetes.io/instance-type": name, "kubernetes.io/arch": tc.arch, "kubernetes.io/os": tc.os,
+				"karpenter.kwok.sh/instance-family": tc.family, "karpenter.kwok.sh/instance-size": tc.cpu,
+				"karpenter.kwok.sh/instance-cpu": tc.cpu, "karpenter.kwok.sh/instance-memory": tc.memory,
+			}
+			if diff := cmp.Diff(capacity, shownResources(it.Capacity)); diff != "" {
 				t.Errorf("capacity (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.allocatable, shownResources(it.Allocatable())); diff != "" {
+			if diff := cmp.Diff(allocatable, shownResources(it.Allocatable())); diff != "" {
 				t.Errorf("allocatable (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.labels, it.Requirements.Labels()); diff != "" {
+			if diff := cmp.Diff(labels, it.Requirements.Labels()); diff != "" {
 				t.Errorf("labels (-want +got):\n%s", diff)
 			}
 			var got []string
