@@ -22,6 +22,12 @@ func DefaultBudget() v1.Budget {
 	return v1.Budget{Nodes: intstr.FromString("10%")}
 }
 
+// BudgetBlockedMessage is the message of the event the disruption controller
+// publishes on a NodePool whose budgets allow no disruption for reason.
+func BudgetBlockedMessage(reason v1.DisruptionReason) string {
+	return fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason)
+}
+
 // cronParser parses the standard five-field cron expressions and the
 // @daily-style descriptors the API's pattern admits.
 func cronParser() cron.Parser {

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
@@ -173,7 +174,7 @@ func (m *model) explainPod(namespace, name string, opts Options) (*Explanation, 
 	e.Summary = m.planFor(pod, plan)
 	for _, u := range plan.Unschedulable {
 		if u.Pod == pod {
-			e.Event = "Failed to schedule pod, " + u.Reason
+			e.Event = provisioning.FailedSchedulingMessage(u.Reason)
 		}
 	}
 	// 2. Each NodePool on its own, for this pod alone.
@@ -426,7 +427,7 @@ func (m *model) disruptionVerdict(node *corev1.Node, nc *v1.NodeClaim, opts Opti
 	}
 	for _, b := range out.Budgets {
 		if b.NodePool.Name == np.Name && b.Reason == reason && b.Allowed == 0 {
-			v.Reasons = append(v.Reasons, fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason))
+			v.Reasons = append(v.Reasons, disruption.BudgetBlockedMessage(reason))
 		}
 	}
 	if len(v.Reasons) > found {
@@ -506,7 +507,7 @@ func (m *model) explainPool(np *v1.NodePool, opts Options) (*Explanation, error)
 		}
 		e.Allowed = append(e.Allowed, Budget{NodePool: np.Name, Reason: string(b.Reason), Allowed: allowed, Nodes: b.Nodes, Eligible: b.Eligible})
 		if b.Allowed == 0 {
-			e.Event = fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", b.Reason)
+			e.Event = disruption.BudgetBlockedMessage(b.Reason)
 		}
 	}
 	budgets := np.Spec.Disruption.Budgets

@@ -47,7 +47,7 @@ func blockedEvent(obj runtime.Object, name, reason, message string) events.Event
 func budgetBlockedEvent(np *v1.NodePool, reason v1.DisruptionReason) events.Event {
 	return events.Event{
 		InvolvedObject: np, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionBlocked,
-		Message:      fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason),
+		Message:      disruption.BudgetBlockedMessage(reason),
 		DedupeValues: []string{np.Name, string(reason)}, DedupeTimeout: blockedDedupe,
 	}
 }

@@ -22,13 +22,19 @@ func nominatedEvent(pod *corev1.Pod, target string) events.Event {
 	}
 }
 
+// FailedSchedulingMessage is the message of the FailedScheduling event a
+// pod gets when no node can be launched for it, for the simulator's reason.
+func FailedSchedulingMessage(reason string) string {
+	return "Failed to schedule pod, " + reason
+}
+
 // failedSchedulingEvent tells a pod why no node can be launched for it.
 func failedSchedulingEvent(pod *corev1.Pod, reason string) events.Event {
 	return events.Event{
 		InvolvedObject: pod,
 		Type:           corev1.EventTypeWarning,
 		Reason:         "FailedScheduling",
-		Message:        "Failed to schedule pod, " + reason,
+		Message:        FailedSchedulingMessage(reason),
 		DedupeValues:   []string{string(pod.UID), reason},
 		DedupeTimeout:  5 * time.Minute,
 	}
