@@ -1,0 +1,47 @@
+package compose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestKwokFlags: the kwok flags accept the instance-type sets and refuse,
+// naming the flag, an unknown set and zones for a set whose zones are fixed.
+func TestKwokFlags(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"default":                           {},
+		"ec2 with zones":                    {args: []string{"--kwok-instance-types=ec2", "--kwok-zones=us-east-1a"}},
+		"karpenter-kwok":                    {args: []string{"--kwok-instance-types=karpenter-kwok"}},
+		"unknown set":                       {args: []string{"--kwok-instance-types=gcp"}, wantErr: `--kwok-instance-types "gcp" is not supported`},
+		"set in the wrong case":             {args: []string{"--kwok-instance-types=EC2"}, wantErr: "--kwok-instance-types"},
+		"karpenter-kwok with zones":         {args: []string{"--kwok-instance-types=karpenter-kwok", "--kwok-zones=us-east-1a"}, wantErr: "--kwok-zones applies to --kwok-instance-types=ec2 only"},
+		"empty zone":                        {args: []string{"--kwok-zones=us-east-1a,"}, wantErr: "--kwok-zones: empty zone name"},
+		"negative launch delay":             {args: []string{"--kwok-launch-delay=-1s"}, wantErr: "must not be negative"},
+		"zone outside the catalog's region": {args: []string{"--kwok-zones=eu-west-1a"}, wantErr: "--kwok-zones"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var o KwokOptions
+			fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("parsing %v: %v", tc.args, err)
+			}
+			err := o.Validate()
+			if err == nil {
+				_, err = o.providerOptions()
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("%v: %v", tc.args, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.wantErr)
+			}
+		})
+	}
+}
