@@ -367,17 +367,18 @@ func (s *Service) launchLocked(c *override, capacityType string, n int, fleetID 
 	reservation := s.newIDLocked("r")
 	now := s.now()
 	target := targetedReservation(c.lt)
+	cr := s.reservationLocked(target) // nil when the template targets none
 	var ids []string
 	for range n {
-		if target != "" && s.reservationLocked(target).AvailableInstanceCount <= 0 {
+		if cr != nil && cr.AvailableInstanceCount <= 0 {
 			break
 		}
 		ip, ok := sn.allocate()
 		if !ok {
 			break
 		}
-		if target != "" {
-			s.takeReservationLocked(target)
+		if cr != nil {
+			cr.AvailableInstanceCount--
 		}
 		in := &instance{Instance{
 			ID:                    s.newIDLocked("i"),
@@ -404,7 +405,7 @@ func (s *Service) launchLocked(c *override, capacityType string, n int, fleetID 
 			FleetID:               fleetID,
 			ReservationID:         reservation,
 			CapacityReservationID: target,
-		}, false}
+		}}
 		if capacityType == CapacityTypeSpot {
 			in.SpotInstanceRequestID = s.newIDLocked("sir")
 		}

@@ -92,9 +92,6 @@ type Instance struct {
 // instance is an Instance in the state.
 type instance struct {
 	Instance
-	// reservationReleased is set once the instance's capacity reservation
-	// slot has been given back.
-	reservationReleased bool
 }
 
 // public deep-copies an instance out of the state.
@@ -193,12 +190,14 @@ func (s *Service) notify() {
 
 // setStateLocked moves an instance to a state at a time and queues the change.
 func (s *Service) setStateLocked(in *instance, st InstanceState, reason string, at time.Time) {
+	// Leaving for shutting-down or terminated gives a reservation slot back,
+	// once.
+	if (st == StateShuttingDown || st == StateTerminated) && in.State != StateShuttingDown && in.State != StateTerminated {
+		s.releaseReservationLocked(in)
+	}
 	in.State, in.StateChangeTime = st, at
 	if reason != "" || st == StatePending || st == StateRunning {
 		in.StateReason = reason
-	}
-	if st == StateShuttingDown || st == StateTerminated {
-		s.releaseReservationLocked(in)
 	}
 	if st == StateTerminated {
 		if sn := s.subnetLocked(in.SubnetID); sn != nil {

@@ -266,20 +266,13 @@ func (s *Service) reservationUnavailableLocked(c *override, id string) (string, 
 	return "", ""
 }
 
-// takeReservationLocked uses one slot of a reservation.
-func (s *Service) takeReservationLocked(id string) {
-	if cr := s.reservationLocked(id); cr != nil && cr.AvailableInstanceCount > 0 {
-		cr.AvailableInstanceCount--
-	}
-}
-
 // releaseReservationLocked gives an instance's slot back to its
-// reservation, once.
+// reservation; setStateLocked calls it once, as the instance leaves for
+// shutting-down or terminated.
 func (s *Service) releaseReservationLocked(in *instance) {
-	if in.CapacityReservationID == "" || in.reservationReleased {
+	if in.CapacityReservationID == "" {
 		return
 	}
-	in.reservationReleased = true
 	if cr := s.reservationLocked(in.CapacityReservationID); cr != nil {
 		cr.AvailableInstanceCount = min(cr.AvailableInstanceCount+1, cr.TotalInstanceCount)
 	}
