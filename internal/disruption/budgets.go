@@ -28,9 +28,9 @@ func BudgetBlockedMessage(reason v1.DisruptionReason) string {
 	return fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason)
 }
 
-// cronParser parses the standard five-field cron expressions and the
-// @daily-style descriptors the API's pattern admits.
-func cronParser() cron.Parser {
+// CronParser parses budget schedules: the standard five-field cron
+// expressions and the @daily-style descriptors the API's pattern admits.
+func CronParser() cron.Parser {
 	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 }
 
@@ -46,7 +46,7 @@ func BudgetIsActive(b v1.Budget, now time.Time) (bool, error) {
 	if b.Schedule == nil || b.Duration == nil {
 		return false, fmt.Errorf("budget must set both schedule and duration, or neither")
 	}
-	schedule, err := cronParser().Parse(*b.Schedule)
+	schedule, err := CronParser().Parse(*b.Schedule)
 	if err != nil {
 		return false, fmt.Errorf("parsing budget schedule %q: %w", *b.Schedule, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 )
@@ -38,7 +36,7 @@ func budgetWindow(b v1.Budget, now time.Time, numNodes int) BudgetWindow {
 		return w
 	}
 	w.Schedule, w.Duration = *b.Schedule, b.Duration.Duration.String()
-	schedule, err := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor).Parse(*b.Schedule)
+	schedule, err := disruption.CronParser().Parse(*b.Schedule)
 	if err != nil {
 		w.Change = "cannot be evaluated: " + err.Error()
 		return w
