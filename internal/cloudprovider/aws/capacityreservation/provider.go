@@ -193,31 +193,27 @@ func (p *Provider) Available(id string) (n int, ok bool) {
 }
 
 // MarkLaunched counts one instance launched into a reservation.
-func (p *Provider) MarkLaunched(id string) { p.add(id, -1) }
+func (p *Provider) MarkLaunched(id string) { p.update(id, func(n int) int { return n - 1 }) }
 
 // MarkTerminated counts one instance of a reservation terminated.
-func (p *Provider) MarkTerminated(id string) { p.add(id, 1) }
+func (p *Provider) MarkTerminated(id string) { p.update(id, func(n int) int { return n + 1 }) }
 
 // MarkUnavailable records that EC2 refused a launch into a reservation:
 // it takes no more instances until EC2 describes it again.
-func (p *Provider) MarkUnavailable(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.available[id] != 0 {
-		p.available[id] = 0
-		p.seq++
-	}
-}
+func (p *Provider) MarkUnavailable(id string) { p.update(id, func(int) int { return 0 }) }
 
-func (p *Provider) add(id string, delta int) {
+// update applies f to the count of a described reservation (never below
+// zero), bumping SeqNum when the count changes; unknown reservations are
+// left to their status count.
+func (p *Provider) update(id string, f func(n int) int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, ok := p.available[id]
 	if !ok {
 		return
 	}
-	if n = max(n+delta, 0); n != p.available[id] {
-		p.available[id] = n
+	if m := max(f(n), 0); m != n {
+		p.available[id] = m
 		p.seq++
 	}
 }
