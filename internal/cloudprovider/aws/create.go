@@ -140,9 +140,14 @@ func (p launchCandidates) typesOf(id string) []*cloudprovider.InstanceType {
 	if id == "" {
 		return p.types
 	}
+	return p.typesWith(func(o instance.Offering) bool { return o.ReservationID == id })
+}
+
+// typesWith returns the plan's types that have an offering keep accepts.
+func (p launchCandidates) typesWith(keep func(instance.Offering) bool) []*cloudprovider.InstanceType {
 	var out []*cloudprovider.InstanceType
 	for _, it := range p.types {
-		if slices.ContainsFunc(p.offerings, func(o instance.Offering) bool { return o.InstanceType == it.Name && o.ReservationID == id }) {
+		if slices.ContainsFunc(p.offerings, func(o instance.Offering) bool { return o.InstanceType == it.Name && keep(o) }) {
 			out = append(out, it)
 		}
 	}
@@ -195,13 +200,7 @@ func reservedPlan(plan launchCandidates, nc *awsv1.EC2NodeClass) launchCandidate
 		kept = kept[:1]
 	}
 	plan.offerings = kept
-	var types []*cloudprovider.InstanceType
-	for _, it := range plan.types {
-		if slices.ContainsFunc(kept, func(o instance.Offering) bool { return o.InstanceType == it.Name }) {
-			types = append(types, it)
-		}
-	}
-	plan.types = types
+	plan.types = plan.typesWith(func(instance.Offering) bool { return true })
 	return plan
 }
 
