@@ -10,12 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/ec2types"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
@@ -163,12 +163,7 @@ func setReadiness(np *v1.NodePool, classes []*unstructured.Unstructured, now tim
 // deleted.
 func (m *model) pendingPods() []*corev1.Pod {
 	snapshot := m.cluster.Snapshot(nil, m.ready)
-	counted := map[types.UID]bool{}
-	for _, n := range snapshot.Nodes {
-		for _, pod := range n.Pods {
-			counted[pod.UID] = true
-		}
-	}
+	counted := provisioning.CountedPods(snapshot)
 	var out []*corev1.Pod
 	for _, pod := range m.objs.Pods {
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) || podutil.IsOwnedByDaemonSet(pod) ||
@@ -177,17 +172,7 @@ func (m *model) pendingPods() []*corev1.Pod {
 		}
 		out = append(out, pod)
 	}
-	for _, n := range snapshot.Nodes {
-		if !n.MarkedForDeletion {
-			continue
-		}
-		for _, pod := range n.Pods {
-			if podutil.IsReschedulable(pod) && !podutil.ToleratesDisruptedTaint(pod) {
-				out = append(out, pod)
-			}
-		}
-	}
-	return out
+	return append(out, provisioning.PodsOfDeletingNodes(snapshot)...)
 }
 
 // snapshot builds the simulator's input as provisioning does: the model's

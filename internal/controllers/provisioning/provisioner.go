@@ -213,12 +213,7 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	// again would launch a second node for it. The kwok provider names a
 	// node after its claim, so a pod can be counted on a claim whose Node
 	// the model has not seen yet.
-	counted := map[types.UID]bool{}
-	for _, n := range snapshot.Nodes {
-		for _, pod := range n.Pods {
-			counted[pod.UID] = true
-		}
-	}
+	counted := CountedPods(snapshot)
 	var pods []*corev1.Pod
 	for i := range list.Items {
 		pod := &list.Items[i]
@@ -233,6 +228,25 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 			pods = append(pods, pod)
 		}
 	}
+	return append(pods, PodsOfDeletingNodes(snapshot)...), nil
+}
+
+// CountedPods are the pods the snapshot's machines count (bound to them, or
+// nominated to them and waiting).
+func CountedPods(snapshot *simulator.Snapshot) map[types.UID]bool {
+	counted := map[types.UID]bool{}
+	for _, n := range snapshot.Nodes {
+		for _, pod := range n.Pods {
+			counted[pod.UID] = true
+		}
+	}
+	return counted
+}
+
+// PodsOfDeletingNodes are the reschedulable pods of the snapshot's machines
+// being deleted, which need capacity elsewhere.
+func PodsOfDeletingNodes(snapshot *simulator.Snapshot) []*corev1.Pod {
+	var pods []*corev1.Pod
 	for _, n := range snapshot.Nodes {
 		if !n.MarkedForDeletion {
 			continue
@@ -243,7 +257,7 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 			}
 		}
 	}
-	return pods, nil
+	return pods
 }
 
 // addVolumesAndNamespaces adds what volume topology and namespace selectors need.
