@@ -5,13 +5,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
-	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // Tags the AWS provider puts on what it launches.
@@ -41,27 +39,9 @@ func WithRequirement(np *v1.NodePool, key string, op corev1.NodeSelectorOperator
 // Deployment returns a Deployment of pause pods requesting cpu and memory,
 // pinned to a NodePool.
 func Deployment(ns, name, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{v1.NodePoolLabelKey: pool},
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers: []corev1.Container{{
-						Name: "pause", Image: env.PauseImage,
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-						}},
-					}},
-				},
-			},
-		},
-	}
+	d := workloads.Deployment(ns, name, replicas, cpu, memory)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: pool}
+	return d
 }
 
 // OneNodeEach gives each of the Deployment's pods a node of its own.

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestDaemonSetWithLimitRangeDefaultsLaunchesOneNode is Karpenter's
@@ -67,7 +68,7 @@ func TestDaemonSetWithLimitRangeDefaultsLaunchesOneNode(t *testing.T) {
 			},
 		},
 	})
-	workload := deployment(ns, "workload", 1, "1", "1Gi")
+	workload := workloads.Deployment(ns, "workload", 1, "1", "1Gi")
 	workload.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{} // the LimitRange's defaults apply
 	create(t, workload)
 

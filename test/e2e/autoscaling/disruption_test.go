@@ -14,6 +14,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/podwatch"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // watchAvailability follows the app's Ready pods until the test ends.
@@ -41,7 +42,7 @@ func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
 	ctx := context.Background()
 	ns := testEnv.Namespace(t)
 	const replicas, minAvailable = 8, 6
-	d := deployment(ns, "guarded", replicas, "500m", "512Mi")
+	d := workloads.Deployment(ns, "guarded", replicas, "500m", "512Mi")
 	// Spread the pods over at least two nodes so that one can be drained.
 	d.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
@@ -109,7 +110,7 @@ func TestDeletingANodeDrainsWithinThePDB(t *testing.T) {
 func TestControllerRestartMidProvisioningLeaksNothing(t *testing.T) {
 	d := startDovetail(t, nil)
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "restart", 40, "1", "2Gi"))
+	create(t, workloads.Deployment(ns, "restart", 40, "1", "2Gi"))
 	env.Eventually(t, time.Minute, "the first NodeClaim", func(context.Context) (bool, error) {
 		return len(nodeClaims(t)) > 0, nil
 	})

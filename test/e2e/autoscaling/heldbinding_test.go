@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // heldScheduler names a scheduler nobody runs: the kube-scheduler leaves
@@ -64,7 +65,7 @@ func testHeldBinding(t *testing.T, registrationDelay time.Duration, pauseSchedul
 	}
 	claims := watchNodeClaims(t)
 	ns := testEnv.Namespace(t)
-	d := oneNodeEach(deployment(ns, "held", replicas, "100m", "128Mi"))
+	d := oneNodeEach(workloads.Deployment(ns, "held", replicas, "100m", "128Mi"))
 	if !pauseScheduler {
 		d.Spec.Template.Spec.SchedulerName = heldScheduler
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestMetricsUseKarpenterNames scrapes /metrics after real provisioning and
@@ -40,7 +41,7 @@ func TestMetricsUseKarpenterNames(t *testing.T) {
 	t.Cleanup(func() { teardown(t, controller) })
 
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "scraped", 4, "1", "1Gi"))
+	create(t, workloads.Deployment(ns, "scraped", 4, "1", "1Gi"))
 	waitRunning(t, ns, "scraped", 4, 2*time.Minute)
 
 	want := []string{

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestHundredReplicasGetNodes: a 100-replica Deployment gets nodes and every
@@ -23,7 +24,7 @@ import (
 func TestHundredReplicasGetNodes(t *testing.T) {
 	startDovetail(t, nil)
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "inflate", 100, "500m", "512Mi"))
+	create(t, workloads.Deployment(ns, "inflate", 100, "500m", "512Mi"))
 	pods := waitRunning(t, ns, "inflate", 100, 3*time.Minute)
 
 	nodes := nodesOf(t, pods)
@@ -48,7 +49,7 @@ func TestHundredReplicasGetNodes(t *testing.T) {
 func TestZoneSpreadAndNodeAffinity(t *testing.T) {
 	startDovetail(t, nil)
 	ns := testEnv.Namespace(t)
-	d := deployment(ns, "spread", 9, "1", "1Gi")
+	d := workloads.Deployment(ns, "spread", 9, "1", "1Gi")
 	spec := &d.Spec.Template.Spec
 	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
@@ -90,7 +91,7 @@ func TestLimitsStopLaunches(t *testing.T) {
 	pool.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("8")}
 	startDovetail(t, pool)
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "capped", 20, "1", "1Gi"))
+	create(t, workloads.Deployment(ns, "capped", 20, "1", "1Gi"))
 	expectEvent(t, ns, "FailedScheduling", "limit")
 	// Every launch the limit allowed has happened by now; none may exceed it.
 	env.Eventually(t, time.Minute, "launched claims to be Ready", func(ctx context.Context) (bool, error) {
@@ -149,7 +150,7 @@ func TestNotReadyNodeClassLaunchesNothing(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && meta.IsStatusConditionFalse(pool.Status.Conditions, v1.ConditionTypeReady), nil
 	})
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "blocked", 3, "1", "1Gi"))
+	create(t, workloads.Deployment(ns, "blocked", 3, "1", "1Gi"))
 	expectNothingLaunched(t, 10*time.Second)
 }
 
@@ -158,8 +159,8 @@ func TestNotReadyNodeClassLaunchesNothing(t *testing.T) {
 func TestPodsNoNodePoolCanServeLaunchNothing(t *testing.T) {
 	startDovetail(t, nil)
 	ns := testEnv.Namespace(t)
-	create(t, deployment(ns, "huge", 1, "1000", "1Gi"))
-	picky := deployment(ns, "picky", 1, "1", "1Gi")
+	create(t, workloads.Deployment(ns, "huge", 1, "1000", "1Gi"))
+	picky := workloads.Deployment(ns, "picky", 1, "1", "1Gi")
 	picky.Spec.Template.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
 	create(t, picky)
 	expectEvent(t, ns, "FailedScheduling", "huge")

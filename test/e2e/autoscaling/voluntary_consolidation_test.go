@@ -15,6 +15,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestScaleDownConsolidates: a Deployment scaled from 100 to 20 replicas
@@ -33,7 +34,7 @@ func TestScaleDownConsolidates(t *testing.T) {
 	startDisruption(t, np)
 	ns := testEnv.Namespace(t)
 	const app, minAvailable = "inflate", 18
-	create(t, onPool(deployment(ns, app, 100, "500m", "512Mi"), pool))
+	create(t, onPool(workloads.Deployment(ns, app, 100, "500m", "512Mi"), pool))
 	create(t, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -44,7 +45,7 @@ func TestScaleDownConsolidates(t *testing.T) {
 	waitRunning(t, ns, app, 100, 3*time.Minute)
 	before, nodesBefore := hourlyPrice(t, pool), len(poolNodes(t, pool))
 
-	scale(t, ns, app, 20)
+	workloads.Scale(t, testEnv.Client, ns, app, 20)
 	waitRunning(t, ns, app, 20, 2*time.Minute)
 	watch := watchAvailability(t, ns, app)
 	env.Eventually(t, time.Minute, "20 replicas Ready", func(context.Context) (bool, error) {
@@ -81,11 +82,11 @@ func TestScheduledBudgetBlocksInsideItsWindow(t *testing.T) {
 	always := v1.Budget{Nodes: intstr.FromInt32(0), Schedule: new("@hourly"), Duration: &metav1.Duration{Duration: time.Hour}}
 	startDisruption(t, disruptionPool(pool, "2s", always))
 	ns := testEnv.Namespace(t)
-	create(t, onPool(deployment(ns, "once", 1, "500m", "512Mi"), pool))
+	create(t, onPool(workloads.Deployment(ns, "once", 1, "500m", "512Mi"), pool))
 	pods := waitRunning(t, ns, "once", 1, 2*time.Minute)
 	node := pods[0].Spec.NodeName
 	watch := nodewatch.Watch(t, testEnv.Clientset, pool)
-	scale(t, ns, "once", 0)
+	workloads.Scale(t, testEnv.Client, ns, "once", 0)
 
 	expectEvent(t, "default", "DisruptionBlocked", "due to blocking budget")
 	expectNodesStay(t, watch, 10*time.Second, node)
@@ -112,7 +113,7 @@ func TestDoNotDisruptIsHonoured(t *testing.T) {
 	startDisruption(t, disruptionPool(pool, "2s", nodeBudget("100%")))
 	ns := testEnv.Namespace(t)
 	ctx := context.Background()
-	create(t, oneNodeEach(onPool(deployment(ns, "spread", 3, "500m", "512Mi"), pool)))
+	create(t, oneNodeEach(onPool(workloads.Deployment(ns, "spread", 3, "500m", "512Mi"), pool)))
 	pods := waitRunning(t, ns, "spread", 3, 2*time.Minute)
 	annotatedNode, podNode, plainNode := pods[0].Spec.NodeName, pods[1].Spec.NodeName, pods[2].Spec.NodeName
 	watch := nodewatch.Watch(t, testEnv.Clientset, pool)
@@ -139,7 +140,7 @@ func TestDoNotDisruptIsHonoured(t *testing.T) {
 		return guarded.Status.Phase == corev1.PodRunning, err
 	})
 
-	scale(t, ns, "spread", 0)
+	workloads.Scale(t, testEnv.Client, ns, "spread", 0)
 	waitGone(t, 2*time.Minute, plainNode)
 	expectEvent(t, "default", "DisruptionBlocked", annotatedNode)
 	expectEvent(t, "default", "DisruptionBlocked", podNode)

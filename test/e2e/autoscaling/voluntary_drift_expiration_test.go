@@ -12,6 +12,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestDriftReplacesEveryNodeWithinBudget: changing the NodePool's template
@@ -22,7 +23,7 @@ func TestDriftReplacesEveryNodeWithinBudget(t *testing.T) {
 	const pool, budget = "drift", 2
 	startDisruption(t, disruptionPool(pool, v1.Never, nodeBudget("2")))
 	ns := testEnv.Namespace(t)
-	create(t, oneNodeEach(onPool(deployment(ns, "web", 4, "500m", "512Mi"), pool)))
+	create(t, oneNodeEach(onPool(workloads.Deployment(ns, "web", 4, "500m", "512Mi"), pool)))
 	pods := waitRunning(t, ns, "web", 4, 2*time.Minute)
 	var old []string
 	for name := range nodesOf(t, pods) {
@@ -61,8 +62,8 @@ func TestExpireAfter(t *testing.T) {
 	forever := disruptionPool("forever", v1.Never)
 	startDisruption(t, expiring, forever)
 	ns := testEnv.Namespace(t)
-	create(t, onPool(deployment(ns, "short", 2, "500m", "512Mi"), "expiring"))
-	create(t, onPool(deployment(ns, "long", 2, "500m", "512Mi"), "forever"))
+	create(t, onPool(workloads.Deployment(ns, "short", 2, "500m", "512Mi"), "expiring"))
+	create(t, onPool(workloads.Deployment(ns, "long", 2, "500m", "512Mi"), "forever"))
 	shortPods := waitRunning(t, ns, "short", 2, 2*time.Minute)
 	longPods := waitRunning(t, ns, "long", 2, 2*time.Minute)
 	var first []string

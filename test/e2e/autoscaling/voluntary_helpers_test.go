@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -116,19 +115,6 @@ func hourlyPrice(t *testing.T, pool string) float64 {
 		}
 	}
 	return total
-}
-
-// scale sets the Deployment's replicas.
-func scale(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := testEnv.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Replicas = ptr.To(replicas)
-	if err := testEnv.Client.Update(context.Background(), d); err != nil {
-		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
-	}
 }
 
 // onPool pins the Deployment's pods to a NodePool.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 var (
@@ -240,7 +240,7 @@ func TestAPICallsPerLaunch(t *testing.T) {
 		if i == 0 {
 			cluster.Create(t, d)
 		} else {
-			scale(t, ns, d.Name, int32(i+1))
+			workloads.Scale(t, cluster.Client, ns, d.Name, int32(i+1))
 		}
 		pods := cluster.WaitRunning(t, ns, "single", i+1, 3*time.Minute)
 		for _, p := range pods {
@@ -266,18 +266,5 @@ func TestAPICallsPerLaunch(t *testing.T) {
 		sort.Strings(names)
 		t.Logf("%s single-node launch (pods scaled to NodeClaim initialized, %v): %d requests: %s", phase,
 			elapsed.Round(100*time.Millisecond), total, strings.Join(names, " "))
-	}
-}
-
-// scale sets the Deployment's replicas.
-func scale(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Replicas = ptr.To(replicas)
-	if err := cluster.Client.Update(context.Background(), d); err != nil {
-		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
 	}
 }

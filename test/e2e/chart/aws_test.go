@@ -16,6 +16,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestAWSProviderWithChartRBAC installs the controller chart a second time
@@ -80,8 +81,8 @@ controller:
 	t.Cleanup(func() { cleanupWorkload(t, ns, pool, nodeClass) })
 
 	// 3. Pods get EC2 instances that join as nodes.
-	create(t, deployment(ns.Name, "inflate", 3, "1"))
-	waitRunning(t, ns.Name, "inflate", 3, 3*time.Minute)
+	create(t, workloads.Deployment(ns.Name, "inflate", 3, "1", "256Mi"))
+	workloads.WaitRunning(t, kube, ns.Name, "inflate", 3, 3*time.Minute)
 	t.Logf("3 pods running on %d EC2 nodes launched through the local AWS endpoint", len(dovetailNodes(t)))
 
 	// 4. Nothing was refused.

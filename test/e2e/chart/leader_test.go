@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // leaseDuration is controller-runtime's default, which Dovetail keeps.
@@ -50,7 +51,7 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 	})
 
 	// 2. Pods arrive; the leader is killed while their batch is open.
-	create(t, deployment(ns, "inflate", 3, "1"))
+	create(t, workloads.Deployment(ns, "inflate", 3, "1", "256Mi"))
 	leader.kill()
 	killed := time.Now()
 	eventually(t, leaseDuration+10*time.Second, "the other replica to take over", func(ctx context.Context) (bool, error) {
@@ -66,7 +67,7 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 
 	// 3. The pods run, and every launched node runs one of them: no launch
 	// was made twice (consolidation is off, so a duplicate would stay).
-	waitRunning(t, ns, "inflate", 3, 2*time.Minute)
+	workloads.WaitRunning(t, kube, ns, "inflate", 3, 2*time.Minute)
 	pods := &corev1.PodList{}
 	if err := kube.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -6,22 +6,16 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
-
-// pauseImage is what test pods run; kwok never pulls it.
-const pauseImage = "registry.k8s.io/pause:3.10"
 
 // TestProvisioningAndConsolidationWithChartRBAC runs the controller with the
 // chart's environment as the chart's ServiceAccount: pending pods get
@@ -33,18 +27,18 @@ func TestProvisioningAndConsolidationWithChartRBAC(t *testing.T) {
 	ns := setupWorkload(t, "5s")
 
 	// 1. Provisioning: four one-CPU replicas get nodes and run.
-	create(t, deployment(ns, "inflate", 4, "1"))
-	waitRunning(t, ns, "inflate", 4, 2*time.Minute)
+	create(t, workloads.Deployment(ns, "inflate", 4, "1", "256Mi"))
+	workloads.WaitRunning(t, kube, ns, "inflate", 4, 2*time.Minute)
 	nodesBefore := len(dovetailNodes(t))
 	t.Logf("provisioned %d nodes for 4 pods in %v", nodesBefore, time.Since(start).Round(time.Millisecond))
 
 	// 2. Consolidation: one replica left fits on one node.
 	scaleStart := time.Now()
-	scale(t, ns, "inflate", 1)
+	workloads.Scale(t, kube, ns, "inflate", 1)
 	eventually(t, 3*time.Minute, "consolidation down to one node", func(ctx context.Context) (bool, error) {
 		return len(dovetailNodes(t)) == 1, nil
 	})
-	waitRunning(t, ns, "inflate", 1, time.Minute)
+	workloads.WaitRunning(t, kube, ns, "inflate", 1, time.Minute)
 	t.Logf("consolidated %d -> 1 nodes in %v", nodesBefore, time.Since(scaleStart).Round(time.Millisecond))
 
 	// 3. The conversion webhook's rotator (same identity) injected its CA.
@@ -82,7 +76,7 @@ func TestMissingPermissionFails(t *testing.T) {
 	bindChartRolesWithout(t, sa, "karpenter.sh", "nodeclaims", "create")
 	c := startController(t, serviceAccountKubeconfig(t, releaseNS, sa), mountWebhookSecret(t))
 	ns := setupWorkload(t, "5s")
-	create(t, deployment(ns, "inflate", 2, "1"))
+	create(t, workloads.Deployment(ns, "inflate", 2, "1", "256Mi"))
 	eventually(t, 2*time.Minute, "the controller to be refused creating a NodeClaim", func(context.Context) (bool, error) {
 		return strings.Contains(c.log(t), `cannot create resource \"nodeclaims\"`), nil
 	})
@@ -158,64 +152,6 @@ func create(t *testing.T, obj client.Object) {
 	if err := kube.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
-}
-
-// deployment is a Deployment of pause pods requesting cpu each.
-func deployment(ns, name string, replicas int32, cpu string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers: []corev1.Container{{
-						Name: "pause", Image: pauseImage,
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi"),
-						}},
-					}},
-				},
-			},
-		},
-	}
-}
-
-// scale sets the Deployment's replicas.
-func scale(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
-			return err
-		}
-		d.Spec.Replicas = ptr.To(replicas)
-		return kube.Update(context.Background(), d)
-	})
-	if err != nil {
-		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
-	}
-}
-
-// waitRunning waits until n pods of the app run on Dovetail nodes.
-func waitRunning(t *testing.T, ns, app string, n int, timeout time.Duration) {
-	t.Helper()
-	eventually(t, timeout, "pods of "+app+" running", func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := kube.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
-			return false, err
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
-				running++
-			}
-		}
-		return running == n && len(pods.Items) == n, nil
-	})
 }
 
 // dovetailNodes lists the nodes Dovetail launched.

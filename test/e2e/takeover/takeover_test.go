@@ -2,7 +2,6 @@ package takeover_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -12,11 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -25,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestTakeOverFromKarpenter: three nodes of a NodePool (consolidating empty
@@ -66,7 +64,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	create(t, deployment(ns, "part-c", c, "1"))
 	create(t, deployment(ns, "fill-e", e, "3"))
 	for _, app := range []string{"fill-a", "fill-b", "part-c", "fill-e"} {
-		waitRunning(t, ns, app, 1)
+		workloads.WaitRunning(t, testEnv.Client, ns, app, 1, 3*time.Minute)
 	}
 
 	claims := watchClaims(t)
@@ -101,8 +99,8 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	t.Logf("taken over: %d NodeClaims, none drifted, created or deleted in 30s", len(machines))
 
 	// 2. A new pod that fits on c runs there; nothing is launched for it.
-	scale(t, ns, "part-c", 2)
-	pods := waitRunning(t, ns, "part-c", 2)
+	workloads.Scale(t, testEnv.Client, ns, "part-c", 2)
+	pods := workloads.WaitRunning(t, testEnv.Client, ns, "part-c", 2, 3*time.Minute)
 	for _, p := range pods {
 		if p.Spec.NodeName != c.node.Name {
 			t.Errorf("pod %s runs on %s, want the existing node %s", p.Name, p.Spec.NodeName, c.node.Name)
@@ -114,7 +112,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 
 	// 3. b, emptied, is consolidated once consolidateAfter has passed.
 	emptied := time.Now()
-	scale(t, ns, "fill-b", 0)
+	workloads.Scale(t, testEnv.Client, ns, "fill-b", 0)
 	env.Eventually(t, 2*time.Minute, "NodeClaim "+b.claim.Name+" deleted", func(context.Context) (bool, error) {
 		return slices.Contains(claims.deleted(), b.claim.Name), nil
 	})
@@ -135,7 +133,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	if at := claims.deletedAt(e.claim.Name); at.Before(expiredAt.Add(-time.Second)) {
 		t.Errorf("NodeClaim %s deleted at %s, before it expired at %s", e.claim.Name, at, expiredAt)
 	}
-	pods = waitRunning(t, ns, "fill-e", 1)
+	pods = workloads.WaitRunning(t, testEnv.Client, ns, "fill-e", 1, 3*time.Minute)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Spec.NodeName}}
 	env.Get(ctx, t, testEnv.Client, node)
 	if node.Name == e.node.Name || node.Labels[v1.NodePoolLabelKey] != expiring.Name || node.Labels[corev1.LabelInstanceTypeStable] != instanceType {
@@ -169,7 +167,7 @@ func TestKarpenterKWOKInstanceTypeLaunches(t *testing.T) {
 	d := deployment(ns, "inflate", machine{}, "2")
 	d.Spec.Template.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: pool.Name}
 	create(t, d)
-	pods := waitRunning(t, ns, "inflate", 1)
+	pods := workloads.WaitRunning(t, testEnv.Client, ns, "inflate", 1, 3*time.Minute)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Spec.NodeName}}
 	env.Get(ctx, t, testEnv.Client, node)
 	want := map[string]string{
@@ -282,24 +280,7 @@ func forceRemove(t *testing.T) {
 // deployment is one pause pod requesting cpu, pinned to the machine's node
 // when one is given.
 func deployment(ns, name string, on machine, cpu string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers: []corev1.Container{{
-						Name: "pause", Image: env.PauseImage,
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
-					}},
-				},
-			},
-		},
-	}
+	d := workloads.Deployment(ns, name, 1, cpu, "")
 	if on.claim != nil {
 		// The pod's pool, not its node: after the node goes, the pod
 		// needs a new node of the same pool.
@@ -314,38 +295,6 @@ func deployment(ns, name string, on machine, cpu string) *appsv1.Deployment {
 		}}
 	}
 	return d
-}
-
-// scale sets the Deployment's replicas.
-func scale(t *testing.T, ns, name string, replicas int32) {
-	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if err := testEnv.Client.Patch(context.Background(), d, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatalf("scaling %s to %d: %v", name, replicas, err)
-	}
-}
-
-// waitRunning waits until exactly n pods of the app are Running and none
-// is pending or terminating, and returns them.
-func waitRunning(t *testing.T, ns, app string, n int) []corev1.Pod {
-	t.Helper()
-	var running []corev1.Pod
-	env.Eventually(t, 3*time.Minute, fmt.Sprintf("%d %s pods Running", n, app), func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := testEnv.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
-			return false, err
-		}
-		running = nil
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-				return false, nil
-			}
-			running = append(running, p)
-		}
-		return len(running) == n, nil
-	})
-	return running
 }
 
 func isDisruptedTaint(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey }
