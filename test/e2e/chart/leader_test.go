@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
@@ -26,7 +27,7 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 
 	// 1. Exactly one leader.
 	var leader, follower *controller
-	eventually(t, time.Minute, "one of two replicas to lead", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, time.Minute, "one of two replicas to lead", func(ctx context.Context) (bool, error) {
 		var leaders []*controller
 		for _, r := range replicas {
 			ok, err := r.isLeader(ctx)
@@ -54,7 +55,7 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 	create(t, workloads.Deployment(ns, "inflate", 3, "1", "256Mi"))
 	leader.kill()
 	killed := time.Now()
-	eventually(t, leaseDuration+10*time.Second, "the other replica to take over", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, leaseDuration+10*time.Second, "the other replica to take over", func(ctx context.Context) (bool, error) {
 		return follower.isLeader(ctx)
 	})
 	handover := time.Since(killed)

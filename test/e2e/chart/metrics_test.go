@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // metricName matches the metrics a dashboard query names: Dovetail's
@@ -71,7 +73,7 @@ func queries(v any) []string {
 func checkDashboardMetrics(t *testing.T, c *controller) {
 	want := dashboardMetrics(t)
 	var missing []string
-	eventually(t, time.Minute, "every dashboard metric to have samples", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, time.Minute, "every dashboard metric to have samples", func(ctx context.Context) (bool, error) {
 		text, err := c.scrape(ctx)
 		if err != nil {
 			return false, err

@@ -31,24 +31,6 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 )
 
-// eventually polls condition every 100ms until it holds, failing the test
-// with what was awaited when timeout passes; errors are retried.
-func eventually(t *testing.T, timeout time.Duration, what string, condition func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := condition(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
-}
-
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount with a token from the TokenRequest API, as a pod's
 // projected token would: what this identity may do is what its RBAC says.

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
@@ -35,7 +36,7 @@ func TestProvisioningAndConsolidationWithChartRBAC(t *testing.T) {
 	// 2. Consolidation: one replica left fits on one node.
 	scaleStart := time.Now()
 	workloads.Scale(t, kube, ns, "inflate", 1)
-	eventually(t, 3*time.Minute, "consolidation down to one node", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, 3*time.Minute, "consolidation down to one node", func(ctx context.Context) (bool, error) {
 		return len(dovetailNodes(t)) == 1, nil
 	})
 	workloads.WaitRunning(t, kube, ns, "inflate", 1, time.Minute)
@@ -43,7 +44,7 @@ func TestProvisioningAndConsolidationWithChartRBAC(t *testing.T) {
 
 	// 3. The conversion webhook's rotator (same identity) injected its CA.
 	for _, name := range webhook.DefaultCRDNames() {
-		eventually(t, time.Minute, "the CA in CRD "+name, func(ctx context.Context) (bool, error) {
+		env.Eventually(t, time.Minute, "the CA in CRD "+name, func(ctx context.Context) (bool, error) {
 			crd := &unstructured.Unstructured{}
 			crd.SetAPIVersion("apiextensions.k8s.io/v1")
 			crd.SetKind("CustomResourceDefinition")
@@ -77,7 +78,7 @@ func TestMissingPermissionFails(t *testing.T) {
 	c := startController(t, serviceAccountKubeconfig(t, releaseNS, sa), mountWebhookSecret(t))
 	ns := setupWorkload(t, "5s")
 	create(t, workloads.Deployment(ns, "inflate", 2, "1", "256Mi"))
-	eventually(t, 2*time.Minute, "the controller to be refused creating a NodeClaim", func(context.Context) (bool, error) {
+	env.Eventually(t, 2*time.Minute, "the controller to be refused creating a NodeClaim", func(context.Context) (bool, error) {
 		return strings.Contains(c.log(t), `cannot create resource \"nodeclaims\"`), nil
 	})
 	claims := &v1.NodeClaimList{}
@@ -130,7 +131,7 @@ func cleanupWorkload(t *testing.T, namespace, pool, nodeClass client.Object) {
 			_ = kube.Delete(ctx, &claims.Items[i])
 		}
 	}
-	eventually(t, 3*time.Minute, "every NodeClaim and Dovetail node to be gone", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, 3*time.Minute, "every NodeClaim and Dovetail node to be gone", func(ctx context.Context) (bool, error) {
 		if err := kube.List(ctx, claims); err != nil {
 			return false, err
 		}
