@@ -156,7 +156,7 @@ func Build(ctx context.Context, deps Deps) (*Runtime, error) {
 		&loop{name: "aws.pricing", clock: deps.Clock, period: PricingRefreshPeriod, run: prices.Refresh},
 		&loop{name: "aws.launchtemplate.gc", clock: deps.Clock, period: LaunchTemplateGCPeriod, run: templates.DeleteUnused},
 		rt.Tagging,
-		capacityreservation.NewExpirationController(deps.KubeClient, deps.Clock, eventf{deps.Recorder}),
+		capacityreservation.NewExpirationController(deps.KubeClient, deps.Clock, deps.Recorder),
 	)
 	if s.InterruptionQueue != "" {
 		rt.Controllers = append(rt.Controllers, interruption.NewController(deps.KubeClient, deps.Clock, clients.SQS, s.InterruptionQueue, interruption.Options{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	controllerruntime "sigs.k8s.io/controller-runtime"
@@ -16,17 +15,12 @@ import (
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
 )
 
 // EventCapacityBlockExpiring is the reason of the event on a NodeClaim
 // deleted because its capacity block is about to end.
 const EventCapacityBlockExpiring = "CapacityBlockExpiring"
-
-// EventRecorder publishes Kubernetes events; client-go's
-// record.EventRecorder implements it.
-type EventRecorder interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
-}
 
 // ExpirationController drains the nodes of a capacity block before EC2
 // reclaims them: from ExpirationWindow before the block's end time, each
@@ -35,11 +29,11 @@ type EventRecorder interface {
 type ExpirationController struct {
 	kubeClient client.Client
 	clock      clock.Clock
-	recorder   EventRecorder
+	recorder   events.Recorder
 }
 
 // NewExpirationController returns the controller; recorder may be nil.
-func NewExpirationController(kubeClient client.Client, clk clock.Clock, recorder EventRecorder) *ExpirationController {
+func NewExpirationController(kubeClient client.Client, clk clock.Clock, recorder events.Recorder) *ExpirationController {
 	return &ExpirationController{kubeClient: kubeClient, clock: clk, recorder: recorder}
 }
 
@@ -91,8 +85,8 @@ func (c *ExpirationController) Reconcile(ctx context.Context, nc *karpv1.NodeCla
 	}
 	log.FromContext(ctx).Info("Deleting NodeClaim: capacity block expiring", "NodeClaim", klog.KObj(nc), "capacityReservation", id, "endTime", end.EndTime)
 	if c.recorder != nil {
-		c.recorder.Eventf(nc, corev1.EventTypeNormal, EventCapacityBlockExpiring,
-			"Capacity block %s ends at %s; draining the node before EC2 reclaims it", id, end.EndTime.UTC().Format("2006-01-02T15:04:05Z"))
+		c.recorder.Publish(events.Event{InvolvedObject: nc, Type: corev1.EventTypeNormal, Reason: EventCapacityBlockExpiring,
+			Message: fmt.Sprintf("Capacity block %s ends at %s; draining the node before EC2 reclaims it", id, end.EndTime.UTC().Format("2006-01-02T15:04:05Z"))})
 	}
 	return reconcile.Result{}, nil
 }
