@@ -22,6 +22,7 @@ import (
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
+	"github.com/dovetail-autoscaler/dovetail/internal/conversion/manifest"
 )
 
 // InputError is an object of a file that cannot be read: not YAML, of a
@@ -128,7 +129,7 @@ func KnownKinds() []string {
 // source, document, line and field. Documents are decoded in parallel: a
 // snapshot of a large cluster is megabytes of YAML.
 func Load(source string, data []byte, objs *Objects) error {
-	chunks := splitDocuments(data)
+	chunks := manifest.SplitDocuments(data)
 	results := make([]*Objects, len(chunks))
 	errs := make([]error, len(chunks))
 	workqueue.ParallelizeUntil(context.Background(), runtime.GOMAXPROCS(0), len(chunks), func(i int) {
@@ -145,65 +146,17 @@ func Load(source string, data []byte, objs *Objects) error {
 	return nil
 }
 
-// chunk is the text of one YAML document and the line it starts at.
-type chunk struct {
-	text []byte
-	line int
-}
-
-// splitDocuments splits a YAML stream at its "---" lines, dropping chunks
-// of nothing but comments and blank lines, so that documents are numbered
-// as a reader counts them.
-func splitDocuments(data []byte) []chunk {
-	var out []chunk
-	start, line := 0, 1
-	cur := chunk{line: 1}
-	flush := func(end int) {
-		cur.text = data[start:end]
-		if hasContent(cur.text) {
-			out = append(out, cur)
-		}
-	}
-	for i := 0; i < len(data); {
-		end := bytes.IndexByte(data[i:], '\n')
-		next := len(data)
-		if end >= 0 {
-			next = i + end + 1
-		}
-		text := bytes.TrimRight(data[i:next], "\r\n")
-		if bytes.Equal(text, []byte("---")) || bytes.HasPrefix(text, []byte("--- ")) {
-			flush(i)
-			start = next
-			cur = chunk{line: line + 1}
-		}
-		i = next
-		line++
-	}
-	flush(len(data))
-	return out
-}
-
-func hasContent(text []byte) bool {
-	for _, l := range bytes.Split(text, []byte("\n")) {
-		l = bytes.TrimSpace(l)
-		if len(l) > 0 && l[0] != '#' {
-			return true
-		}
-	}
-	return false
-}
-
 // loadChunk decodes one document.
-func loadChunk(source string, index int, c chunk) (*Objects, error) {
+func loadChunk(source string, index int, c manifest.Chunk) (*Objects, error) {
 	var node yaml.Node
-	if err := yaml.Unmarshal(c.text, &node); err != nil {
-		return nil, yamlError(source, index, c.line, err)
+	if err := yaml.Unmarshal(c.Text, &node); err != nil {
+		return nil, yamlError(source, index, c.Line, err)
 	}
 	o := &Objects{}
 	if len(node.Content) == 0 || node.Content[0].Kind == yaml.ScalarNode && node.Content[0].Tag == "!!null" {
 		return o, nil
 	}
-	if err := loadNode(o, source, index, c.line-1, node.Content[0], ""); err != nil {
+	if err := loadNode(o, source, index, c.Line-1, node.Content[0], ""); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -39,19 +39,19 @@ type document struct {
 	pos int
 }
 
-// chunk is the text of one YAML document and the line of the input it
+// Chunk is the text of one YAML document and the line of the input it
 // starts at.
-type chunk struct {
-	text []byte
-	line int
+type Chunk struct {
+	Text []byte
+	Line int
 }
 
-// splitDocuments splits a YAML stream at its "---" separator lines ("---"
+// SplitDocuments splits a YAML stream at its "---" separator lines ("---"
 // alone or followed by a space). "..." ends a document. Chunks that hold
 // nothing but comments and blank lines are dropped, so documents are numbered
 // as a reader counts them.
-func splitDocuments(data []byte) []chunk {
-	var chunks []chunk
+func SplitDocuments(data []byte) []Chunk {
+	var chunks []Chunk
 	var current []byte
 	start := 1
 	flush := func(next int) {
@@ -59,7 +59,7 @@ func splitDocuments(data []byte) []chunk {
 			if !bytes.HasSuffix(current, []byte("\n")) {
 				current = append(current, '\n')
 			}
-			chunks = append(chunks, chunk{text: current, line: start})
+			chunks = append(chunks, Chunk{Text: current, Line: start})
 		}
 		current, start = nil, next
 	}
@@ -101,21 +101,21 @@ func firstContentLine(text []byte) int {
 
 // parseChunk decodes one YAML document into its objects: one, or the items of
 // a kind: List. An empty document gives none.
-func parseChunk(source string, index int, c chunk) ([]*document, error) {
-	data, err := sigsyaml.YAMLToJSONStrict(c.text)
-	contentLine := c.line + max(firstContentLine(c.text), 0)
+func parseChunk(source string, index int, c Chunk) ([]*document, error) {
+	data, err := sigsyaml.YAMLToJSONStrict(c.Text)
+	contentLine := c.Line + max(firstContentLine(c.Text), 0)
 	if err != nil {
-		return nil, yamlError(source, index, contentLine, c.line, err)
+		return nil, yamlError(source, index, contentLine, c.Line, err)
 	}
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return nil, nil
 	}
 	root := &yaml.Node{}
 	node := (*yaml.Node)(nil)
-	if yaml.Unmarshal(c.text, root) == nil && root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+	if yaml.Unmarshal(c.Text, root) == nil && root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		node = root.Content[0]
 	}
-	doc := &document{source: source, index: index, line: contentLine, raw: c.text, json: data, node: node, lineOffset: c.line - 1}
+	doc := &document{source: source, index: index, line: contentLine, raw: c.Text, json: data, node: node, lineOffset: c.Line - 1}
 	readTypeMeta(doc)
 	if doc.typeMeta.APIVersion != "v1" || doc.typeMeta.Kind != "List" {
 		return []*document{doc}, nil
@@ -130,7 +130,7 @@ func parseChunk(source string, index int, c chunk) ([]*document, error) {
 	items := mappingValue(node, "items")
 	docs := make([]*document, 0, len(list.Items))
 	for i, item := range list.Items {
-		d := &document{source: source, index: index, item: i + 1, line: contentLine, json: item, lineOffset: c.line - 1}
+		d := &document{source: source, index: index, item: i + 1, line: contentLine, json: item, lineOffset: c.Line - 1}
 		if items != nil && items.Kind == yaml.SequenceNode && i < len(items.Content) {
 			d.node = items.Content[i]
 			d.line = d.node.Line + d.lineOffset

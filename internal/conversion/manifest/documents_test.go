@@ -37,11 +37,11 @@ func TestSplitDocuments(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var got []doc
-			for _, c := range splitDocuments([]byte(tc.in)) {
-				got = append(got, doc{string(c.text), c.line})
+			for _, c := range SplitDocuments([]byte(tc.in)) {
+				got = append(got, doc{string(c.Text), c.Line})
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("splitDocuments() (-want +got):\n%s", diff)
+				t.Errorf("SplitDocuments() (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -50,7 +50,7 @@ func TestSplitDocuments(t *testing.T) {
 func TestLineOf(t *testing.T) {
 	t.Parallel()
 	text := "# comment\napiVersion: v1\nspec:\n  requirements:\n  - key: a\n    operator: In\n  - key: b\n    operator: Gt\n  labels:\n    a/b: c\n"
-	docs, err := parseChunk("in.yaml", 1, chunk{text: []byte(text), line: 11})
+	docs, err := parseChunk("in.yaml", 1, Chunk{Text: []byte(text), Line: 11})
 	if err != nil {
 		t.Fatal(err)
 	}

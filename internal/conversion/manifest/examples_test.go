@@ -86,7 +86,7 @@ func TestExamplesRoundTrip(t *testing.T) {
 		}
 		var objects []runtime.Object
 		pools := conversion.StaticNodePools{}
-		for i, ch := range splitDocuments(data) {
+		for i, ch := range SplitDocuments(data) {
 			docs, err := parseChunk(file, i+1, ch)
 			if err != nil {
 				t.Fatal(err)

@@ -238,10 +238,10 @@ func TestKarpenterConvertProvider(t *testing.T) {
 func splitYAML(t *testing.T, data []byte) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, c := range splitDocuments(data) {
+	for _, c := range SplitDocuments(data) {
 		m := map[string]any{}
-		if err := sigsyaml.Unmarshal(c.text, &m); err != nil {
-			t.Fatalf("decoding %s: %v", c.text, err)
+		if err := sigsyaml.Unmarshal(c.Text, &m); err != nil {
+			t.Fatalf("decoding %s: %v", c.Text, err)
 		}
 		out = append(out, m)
 	}

@@ -155,10 +155,10 @@ func (c *converter) warn(d *document, format string, args ...any) {
 
 func (c *converter) run(inputs []Input) (Result, error) {
 	for _, in := range inputs {
-		for i, ch := range splitDocuments(in.Data) {
+		for i, ch := range SplitDocuments(in.Data) {
 			docs, err := parseChunk(in.Source, i+1, ch)
 			if err != nil {
-				c.items = append(c.items, &item{doc: &document{source: in.Source, index: i + 1, line: ch.line}, err: err})
+				c.items = append(c.items, &item{doc: &document{source: in.Source, index: i + 1, line: ch.Line}, err: err})
 				continue
 			}
 			for _, d := range docs {
