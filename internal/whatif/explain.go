@@ -501,11 +501,7 @@ func (m *model) explainPool(np *v1.NodePool, opts Options) (*Explanation, error)
 			continue
 		}
 		nodes = b.Nodes
-		allowed := b.Allowed
-		if allowed == disruption.Unlimited {
-			allowed = -1
-		}
-		e.Allowed = append(e.Allowed, Budget{NodePool: np.Name, Reason: string(b.Reason), Allowed: allowed, Nodes: b.Nodes, Eligible: b.Eligible})
+		e.Allowed = append(e.Allowed, budgetOf(b))
 		if b.Allowed == 0 {
 			e.Event = disruption.BudgetBlockedMessage(b.Reason)
 		}

@@ -94,11 +94,7 @@ func WriteResult(w io.Writer, r *Result) error {
 	if len(d.Budgets) > 0 {
 		p("\nDisruption budgets now:\nNODEPOOL\tREASON\tALLOWED\tNODES\tELIGIBLE\n")
 		for _, b := range d.Budgets {
-			allowed := fmt.Sprint(b.Allowed)
-			if b.Allowed < 0 {
-				allowed = "unlimited"
-			}
-			p("%s\t%s\t%s\t%d\t%d\n", b.NodePool, b.Reason, allowed, b.Nodes, b.Eligible)
+			p("%s\t%s\t%s\t%d\t%d\n", b.NodePool, b.Reason, b.allowedText(), b.Nodes, b.Eligible)
 		}
 	}
 	c := r.Cost
@@ -123,6 +119,14 @@ func options(l Launch) string {
 		s += fmt.Sprintf(" (+%d more)", l.Options-len(l.InstanceTypes))
 	}
 	return s
+}
+
+// allowedText is a budget's allowance for people: a count or "unlimited".
+func (b Budget) allowedText() string {
+	if b.Allowed < 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(b.Allowed)
 }
 
 func orNone(s string) string {

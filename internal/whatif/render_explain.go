@@ -54,11 +54,7 @@ func WriteExplanation(w io.Writer, e *Explanation) error {
 	if len(e.Allowed) > 0 {
 		p("\nREASON\tALLOWED NOW\tNODES\tELIGIBLE\n")
 		for _, b := range e.Allowed {
-			allowed := fmt.Sprint(b.Allowed)
-			if b.Allowed < 0 {
-				allowed = "unlimited"
-			}
-			p("%s\t%s\t%d\t%d\n", b.Reason, allowed, b.Nodes, b.Eligible)
+			p("%s\t%s\t%d\t%d\n", b.Reason, b.allowedText(), b.Nodes, b.Eligible)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
 
@@ -178,17 +179,11 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 	}
 	m := newModel(o, opts.Now, types)
 	res := &Result{Note: InstanceTypesNote, PendingPods: len(m.pending)}
-	for _, p := range m.pools {
-		np := p.NodePool
-		ps := PoolStatus{Name: np.Name, Weight: weight(np), Ready: m.notReady[np.Name] == "", Reason: m.notReady[np.Name]}
-		res.NodePools = append(res.NodePools, ps)
+	pools := slices.Clone(o.NodePools)
+	nodepoolutil.SortByWeight(pools)
+	for _, np := range pools {
+		res.NodePools = append(res.NodePools, PoolStatus{Name: np.Name, Weight: weight(np), Ready: m.notReady[np.Name] == "", Reason: m.notReady[np.Name]})
 	}
-	slices.SortFunc(res.NodePools, func(a, b PoolStatus) int {
-		if a.Weight != b.Weight {
-			return int(b.Weight - a.Weight)
-		}
-		return compareStrings(a.Name, b.Name)
-	})
 
 	// 1. Provisioning, exactly as Provisioner.Schedule does it.
 	if len(m.pending) > 0 {
@@ -239,16 +234,6 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 	res.Cost.AfterProvisioning += res.Cost.Before
 	res.Cost.After = res.Cost.AfterProvisioning - res.Disruption.Savings
 	return res, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func weight(np *v1.NodePool) int32 {
@@ -306,13 +291,18 @@ func disruptionOf(out disruption.Outcome) Disruption {
 		d.Blocked = append(d.Blocked, NodeReason{Node: name, Reason: b.Reason, Message: b.Message})
 	}
 	for _, b := range out.Budgets {
-		allowed := b.Allowed
-		if allowed == disruption.Unlimited {
-			allowed = -1
-		}
-		d.Budgets = append(d.Budgets, Budget{NodePool: b.NodePool.Name, Reason: string(b.Reason), Allowed: allowed, Nodes: b.Nodes, Eligible: b.Eligible})
+		d.Budgets = append(d.Budgets, budgetOf(b))
 	}
 	return d
+}
+
+// budgetOf reports what a NodePool's budgets allow for one reason.
+func budgetOf(b disruption.BudgetStatus) Budget {
+	allowed := b.Allowed
+	if allowed == disruption.Unlimited {
+		allowed = -1
+	}
+	return Budget{NodePool: b.NodePool.Name, Reason: string(b.Reason), Allowed: allowed, Nodes: b.Nodes, Eligible: b.Eligible}
 }
 
 // launch records a plan in the model as Provisioner.Launch does, so that
