@@ -26,8 +26,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -273,7 +276,9 @@ func (s *suite) injectAfter(t *testing.T, f fault, delay time.Duration) {
 // ready, and no other pod is left.
 func (s *suite) waitRunning(t *testing.T, want int, phase string) {
 	t.Helper()
-	env.Eventually(t, 5*time.Minute, fmt.Sprintf("%d pods Running after %s", want, phase), func(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		list := &corev1.PodList{}
 		if err := s.cluster.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return false, nil //nolint:nilerr // the API server may be restarting
@@ -286,6 +291,46 @@ func (s *suite) waitRunning(t *testing.T, want int, phase string) {
 		}
 		return running == want && len(list.Items) == want, nil
 	})
+	if err != nil {
+		t.Fatalf("waiting for %d pods Running after %s: %v\n%s", want, phase, err, s.describe())
+	}
+}
+
+// describe summarises the pods, NodeClaims and nodes, for a failure report.
+func (s *suite) describe() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	pods := &corev1.PodList{}
+	if err := s.cluster.Client.List(ctx, pods, client.InNamespace(namespace)); err == nil {
+		for _, p := range pods.Items {
+			reason := ""
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+					reason = c.Reason + ": " + c.Message
+				}
+			}
+			fmt.Fprintf(&b, "pod %s phase=%s node=%q nominated=%q deleting=%v %s\n", p.Name, p.Status.Phase, p.Spec.NodeName,
+				p.Status.NominatedNodeName, p.DeletionTimestamp != nil, reason)
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := s.cluster.Client.List(ctx, claims); err == nil {
+		for _, nc := range claims.Items {
+			var conditions []string
+			for _, c := range nc.Status.Conditions {
+				conditions = append(conditions, c.Type+"="+string(c.Status))
+			}
+			fmt.Fprintf(&b, "nodeclaim %s node=%q deleting=%v %s\n", nc.Name, nc.Status.NodeName, nc.DeletionTimestamp != nil, strings.Join(conditions, ","))
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := s.cluster.Client.List(ctx, nodes); err == nil {
+		for _, n := range nodes.Items {
+			fmt.Fprintf(&b, "node %s taints=%v unschedulable=%v\n", n.Name, n.Spec.Taints, n.Spec.Unschedulable)
+		}
+	}
+	return b.String()
 }
 
 // settle waits until the number of NodeClaims has not changed for 10s, so

@@ -11,16 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 )
 
-// startCache starts an informer cache on the cluster for the test's life.
-// Informers re-list after the API server comes back, so nothing is missed
-// across restarts but the moments the API server itself was down.
-func startCache(t *testing.T, cluster *localcluster.Cluster, namespaces ...string) cache.Cache {
+// watch runs an informer for obj's kind (in the given namespaces, or all)
+// with handlers until the returned cancel or the test's end, and returns once
+// it has listed. Informers re-list after the API server comes back, so
+// nothing is missed across restarts but the moments the API server itself
+// was down.
+func watch(t *testing.T, cluster *localcluster.Cluster, obj client.Object, handlers toolscache.ResourceEventHandler, namespaces ...string) context.CancelFunc {
 	t.Helper()
 	scheme, err := operator.NewScheme()
 	if err != nil {
@@ -38,9 +41,21 @@ func startCache(t *testing.T, cluster *localcluster.Cluster, namespaces ...strin
 		t.Fatalf("creating the cache: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = c.Start(ctx) }()
 	t.Cleanup(cancel)
-	return c
+	informer, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		t.Fatalf("%T informer: %v", obj, err)
+	}
+	if _, err := informer.AddEventHandler(handlers); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !c.WaitForCacheSync(syncCtx) {
+		t.Fatalf("the %T cache did not sync", obj)
+	}
+	return cancel
 }
 
 // claimWatch counts every NodeClaim ever created.
@@ -52,11 +67,6 @@ type claimWatch struct {
 func watchClaims(t *testing.T, cluster *localcluster.Cluster) *claimWatch {
 	t.Helper()
 	w := &claimWatch{seen: map[types.UID]bool{}}
-	c := startCache(t, cluster)
-	informer, err := c.GetInformer(context.Background(), &v1.NodeClaim{})
-	if err != nil {
-		t.Fatalf("NodeClaim informer: %v", err)
-	}
 	record := func(obj any) {
 		if nc, ok := obj.(*v1.NodeClaim); ok {
 			w.mu.Lock()
@@ -64,16 +74,9 @@ func watchClaims(t *testing.T, cluster *localcluster.Cluster) *claimWatch {
 			w.mu.Unlock()
 		}
 	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	watch(t, cluster, &v1.NodeClaim{}, toolscache.ResourceEventHandlerFuncs{
 		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("the NodeClaim cache did not sync")
-	}
+	})
 	return w
 }
 
@@ -102,21 +105,6 @@ type pdbWatch struct {
 func watchPDB(t *testing.T, cluster *localcluster.Cluster, d *appsv1.Deployment, minAvailable int) *pdbWatch {
 	t.Helper()
 	w := &pdbWatch{ready: map[types.UID]bool{}, min: minAvailable, lowest: int(*d.Spec.Replicas)}
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New(cluster.ControlPlane.RESTConfig, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{d.Namespace: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	t.Cleanup(cancel)
-	informer, err := c.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	app := d.Spec.Selector.MatchLabels["app"]
 	update := func(obj any, deleted bool) {
 		pod, ok := obj.(*corev1.Pod)
@@ -144,19 +132,11 @@ func watchPDB(t *testing.T, cluster *localcluster.Cluster, d *appsv1.Deployment,
 		}
 		w.lowest = min(w.lowest, n)
 	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	w.cancel = watch(t, cluster, &corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { update(obj, false) },
 		UpdateFunc: func(_, obj any) { update(obj, false) },
 		DeleteFunc: func(obj any) { update(obj, true) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if !c.WaitForCacheSync(syncCtx) {
-		t.Fatal("the pod cache did not sync")
-	}
+	}, d.Namespace)
 	w.mu.Lock()
 	w.lowest, w.live = len(w.ready), true
 	w.mu.Unlock()
