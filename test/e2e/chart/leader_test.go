@@ -53,7 +53,7 @@ func TestTwoReplicasElectOneLeaderAndHandOver(t *testing.T) {
 
 	// 2. Pods arrive; the leader is killed while their batch is open.
 	create(t, workloads.Deployment(ns, "inflate", 3, "1", "256Mi"))
-	leader.kill()
+	leader.Kill(t)
 	killed := time.Now()
 	env.Eventually(t, leaseDuration+10*time.Second, "the other replica to take over", func(ctx context.Context) (bool, error) {
 		return follower.isLeader(ctx)

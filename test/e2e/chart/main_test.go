@@ -20,6 +20,7 @@ import (
 
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
 // The release the tests install: its name gives the chart's object names
@@ -56,22 +57,20 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	helmBin, dovetailBin = filepath.Join(dir, "helm"), filepath.Join(dir, "dovetail")
+	helmBin = filepath.Join(dir, "helm")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// Helm from its own module (its Kubernetes libraries are not ours),
 	// and the controller binary the image ships.
-	builds := []*exec.Cmd{
-		exec.CommandContext(ctx, "go", "build", "-o", helmBin, "helm.sh/helm/v3/cmd/helm"),
-		exec.CommandContext(ctx, "go", "build", "-o", dovetailBin, "./cmd/dovetail"),
+	build := exec.CommandContext(ctx, "go", "build", "-o", helmBin, "helm.sh/helm/v3/cmd/helm")
+	build.Dir = filepath.Join(root, "hack", "tools", "helm")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v: %v\n%s", build.Args, err, out)
+		return 1
 	}
-	builds[0].Dir = filepath.Join(root, "hack", "tools", "helm")
-	builds[1].Dir = root
-	for _, b := range builds {
-		if out, err := b.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "%v: %v\n%s", b.Args, err, out)
-			return 1
-		}
+	if dovetailBin, err = controllerprocess.BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	cp, err = controlplane.Start(ctx, controlplane.Options{Profile: controlplane.ProfileFull, KeepWorkDir: os.Getenv("DOVETAIL_KEEP_CONTROLPLANE") == "true"})
 	if err != nil {

@@ -9,12 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
@@ -89,11 +88,9 @@ func chartEnvironment(t *testing.T, release, namespace string) []corev1.EnvVar {
 
 // controller is a dovetail process run as the chart runs it.
 type controller struct {
-	cmd         *exec.Cmd
+	*controllerprocess.Process
 	metricsPort int
 	logPath     string
-	// exited is closed when the process has exited.
-	exited chan struct{}
 }
 
 // startController runs `dovetail controller` with the environment of the
@@ -104,7 +101,9 @@ func startController(t *testing.T, kubeconfig, certDir string) *controller {
 	return startReleaseController(t, releaseName, releaseNS, kubeconfig, certDir)
 }
 
-// startReleaseController is startController for any installed release.
+// startReleaseController is startController for any installed release. At
+// the end of the test it stops the process with SIGTERM, as the kubelet
+// does, and fails the test if it had to be killed.
 func startReleaseController(t *testing.T, release, namespace, kubeconfig, certDir string) *controller {
 	t.Helper()
 	ports := freePorts(t, 3)
@@ -122,54 +121,21 @@ func startReleaseController(t *testing.T, release, namespace, kubeconfig, certDi
 		environ = append(environ, k+"="+v)
 	}
 	logPath := filepath.Join(t.TempDir(), "controller.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
+	c := &controller{
+		Process:     controllerprocess.StartEnv(t, dovetailBin, environ, logPath, "controller"),
+		metricsPort: ports[0],
+		logPath:     logPath,
 	}
-	cmd := exec.Command(dovetailBin, "controller")
-	cmd.Env, cmd.Stdout, cmd.Stderr = environ, logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the controller: %v", err)
-	}
-	c := &controller{cmd: cmd, metricsPort: ports[0], logPath: logPath, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait() // a killed or failed process shows in the test's checks and log
-		_ = logFile.Close()
-		close(c.exited)
-	}()
 	t.Cleanup(func() {
-		c.stop(t)
+		if c.Stop().Killed {
+			t.Errorf("controller did not stop within %v of SIGTERM", controllerprocess.StopGrace)
+		}
 		if t.Failed() {
 			data, _ := os.ReadFile(logPath)
 			t.Logf("controller log (last 8 KiB):\n%s", tail(data, 8<<10))
 		}
 	})
 	return c
-}
-
-// stop ends the process with SIGTERM, as the kubelet does, and SIGKILL if
-// it has not exited after the manager's 30 s grace period.
-func (c *controller) stop(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(40 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-		t.Errorf("controller did not stop within 40s of SIGTERM")
-	}
-}
-
-// kill ends the process at once, with no chance to release its Lease.
-func (c *controller) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.exited
 }
 
 // log returns what the controller has logged so far.
