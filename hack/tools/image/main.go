@@ -195,7 +195,6 @@ func tarLayer(files []file) ([]byte, error) {
 // constraint (a PEM file cannot express one).
 func caBundle() ([]byte, error) {
 	var out bytes.Buffer
-	n := 0
 	for root := range bundle.Roots() {
 		if root.Constraint != nil {
 			continue
@@ -206,9 +205,8 @@ func caBundle() ([]byte, error) {
 		if err := pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: root.Certificate}); err != nil {
 			return nil, fmt.Errorf("encoding a CA root: %w", err)
 		}
-		n++
 	}
-	if n == 0 {
+	if out.Len() == 0 {
 		return nil, fmt.Errorf("the CA bundle is empty")
 	}
 	return out.Bytes(), nil
