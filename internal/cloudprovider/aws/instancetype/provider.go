@@ -137,7 +137,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		pricesSeq:      p.prices.SeqNum(),
 		reservations:   reservationsKey(nc.Status.CapacityReservations),
 	}
-	if p.reservations != nil {
+	// Only a class with reservations has reserved offerings: a count change
+	// of some reservation leaves the others' cached lists alone.
+	if p.reservations != nil && len(nc.Status.CapacityReservations) > 0 {
 		key.reservationSeq = p.reservations.SeqNum()
 	}
 	now := p.clock.Now()

@@ -9,6 +9,7 @@ import (
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 )
 
 // fakeReservations is a settable reservation tracker.
@@ -87,5 +88,36 @@ func TestReservedOfferings(t *testing.T) {
 	}
 	if r, _ := find(t, its, "m5.large").Requirements.Get("karpenter.sh/capacity-type"); r.String() != "karpenter.sh/capacity-type In [on-demand spot]" {
 		t.Errorf("capacity-type requirement of a full reservation's type = %s", r.String())
+	}
+}
+
+// TestReservationCountsLeaveOtherClassesCached: a reservation count change
+// recomputes the lists of classes with reservations only; a class without
+// any keeps its cached list (GetInstanceTypes runs every provisioning pass,
+// and every reserved launch or termination changes a count).
+func TestReservationCountsLeaveOtherClassesCached(t *testing.T) {
+	tp := newTestProvider(t, "us-east-1a")
+	tracker := &fakeReservations{counts: map[string]int{}}
+	tp.UseReservations(tracker)
+	plain := nodeClass("plain", catalog.AMIFamilyAL2023, "us-east-1a")
+	reserved := nodeClass("reserved", catalog.AMIFamilyAL2023, "us-east-1a")
+	reserved.Status.CapacityReservations = []awsv1.CapacityReservation{
+		{ID: "cr-1", InstanceType: "m5.large", AvailabilityZone: "us-east-1a", State: awsv1.CapacityReservationStateActive, AvailableInstanceCount: ptr[int32](2)},
+	}
+	list := func(nc *awsv1.EC2NodeClass) []*cloudprovider.InstanceType {
+		t.Helper()
+		its, err := tp.List(context.Background(), nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return its
+	}
+	plainBefore, reservedBefore := list(plain), list(reserved)
+	tracker.set("cr-1", 1)
+	if plainAfter := list(plain); plainAfter[0] != plainBefore[0] {
+		t.Error("a reservation count change recomputed the list of a class without reservations")
+	}
+	if reservedAfter := list(reserved); reservedAfter[0] == reservedBefore[0] {
+		t.Error("a reservation count change left the list of the class with the reservation cached")
 	}
 }
