@@ -28,33 +28,17 @@ func WriteResult(w io.Writer, r *Result) error {
 	if len(r.Launches) > 0 {
 		p("\nNodeClaims to launch: %d\n", len(r.Launches))
 		p("NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tOPTIONS\n")
-		for i, l := range r.Launches {
-			if i == maxRows {
-				p("... and %d more\n", len(r.Launches)-maxRows)
-				break
-			}
+		rows(p, r.Launches, maxRows, func(l Launch) {
 			p("%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", l.NodePool, l.InstanceType, l.Zone, l.CapacityType, l.Price, len(l.Pods), options(l))
-		}
+		})
 	}
 	if len(r.Placements) > 0 {
 		p("\nPods placed on existing nodes:\nPOD\tNODE\n")
-		for i, pl := range r.Placements {
-			if i == maxRows {
-				p("... and %d more\n", len(r.Placements)-maxRows)
-				break
-			}
-			p("%s\t%s\n", pl.Pod, pl.Node)
-		}
+		rows(p, r.Placements, maxRows, func(pl Placement) { p("%s\t%s\n", pl.Pod, pl.Node) })
 	}
 	if len(r.Unschedulable) > 0 {
 		p("\nPods that cannot be placed:\nPOD\tREASON\n")
-		for i, u := range r.Unschedulable {
-			if i == maxRows {
-				p("... and %d more\n", len(r.Unschedulable)-maxRows)
-				break
-			}
-			p("%s\t%s\n", u.Pod, u.Reason)
-		}
+		rows(p, r.Unschedulable, maxRows, func(u PodReason) { p("%s\t%s\n", u.Pod, u.Reason) })
 	}
 	d := r.Disruption
 	p("\nDisruption now: ")
@@ -71,25 +55,14 @@ func WriteResult(w io.Writer, r *Result) error {
 			d.PriceBefore, d.PriceAfter, d.Savings)
 	}
 	if len(d.Candidates) > 0 {
-		const shown = 10
 		p("\nDisruption candidates: %d (most savings per unit of disruption cost first)\nNODE\tNODEPOOL\tINSTANCE TYPE\t$/H\tPODS\tCONSOLIDATABLE\tDRIFTED\n", len(d.Candidates))
-		for i, c := range d.Candidates {
-			if i == shown {
-				p("... and %d more\n", len(d.Candidates)-shown)
-				break
-			}
+		rows(p, d.Candidates, 10, func(c Candidate) {
 			p("%s\t%s\t%s\t%.4f\t%d\t%t\t%t\n", c.Node, c.NodePool, c.InstanceType, c.Price, c.Pods, c.Consolidatable, c.Drifted)
-		}
+		})
 	}
 	if len(d.Blocked) > 0 {
 		p("\nNodes not disrupted:\nNODE\tREASON\tMESSAGE\n")
-		for i, b := range d.Blocked {
-			if i == maxRows {
-				p("... and %d more\n", len(d.Blocked)-maxRows)
-				break
-			}
-			p("%s\t%s\t%s\n", b.Node, b.Reason, b.Message)
-		}
+		rows(p, d.Blocked, maxRows, func(b NodeReason) { p("%s\t%s\t%s\n", b.Node, b.Reason, b.Message) })
 	}
 	if len(d.Budgets) > 0 {
 		p("\nDisruption budgets now:\nNODEPOOL\tREASON\tALLOWED\tNODES\tELIGIBLE\n")
@@ -111,6 +84,17 @@ func WriteResult(w io.Writer, r *Result) error {
 		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil
+}
+
+// rows prints the first limit items of a table with row, then counts the rest.
+func rows[T any](p func(string, ...any), items []T, limit int, row func(T)) {
+	for i, x := range items {
+		if i == limit {
+			p("... and %d more\n", len(items)-limit)
+			return
+		}
+		row(x)
+	}
 }
 
 func options(l Launch) string {
