@@ -86,7 +86,9 @@
 // # Faults
 //
 // AddCapacityReservation (seeds a reservation), SetInsufficientCapacity,
-// SetThrottle (EC2 only), SetDescribeLag,
+// SetThrottle (per service, each with its own throttling error: EC2
+// RequestLimitExceeded, IAM Throttling, SSM, Pricing and EKS
+// ThrottlingException, SQS RequestThrottled), SetDescribeLag,
 // StopInstance and TerminateInstance (behind the client's back), and
 // interruption messages on the queue with the exact EventBridge bodies
 // (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html,
@@ -106,8 +108,8 @@
 // creation and policies; SSM writes over the wire, SecureString, labels;
 // other Price List services, reserved and spot terms; FIFO SQS queues, batch
 // operations, message attributes; every EKS operation but DescribeCluster);
-// spot prices that change over time; account limits; throttling of services
-// other than EC2; idempotency by ClientToken; eventual consistency beyond
+// spot prices that change over time; account limits and the services' real
+// request rates (throttling is a set fraction of requests); idempotency by ClientToken; eventual consistency beyond
 // DescribeInstances' lag; EventBridge rules (events are put straight on the
 // queue, and only when a fault method is called: EC2 state changes do not
 // emit state-change notifications by themselves); the kubelet itself (kwok

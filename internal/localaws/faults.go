@@ -39,9 +39,33 @@ func (s *Server) AddCapacityReservation(cr ec2.CapacityReservation) (ec2.Capacit
 	return out, nil
 }
 
-// SetThrottle makes that fraction (0 to 1) of EC2 requests fail with
-// RequestLimitExceeded. The other services are never throttled.
-func (s *Server) SetThrottle(rate float64) { s.ec2.SetThrottle(rate) }
+// SetThrottle makes that fraction (0 to 1) of one service's requests fail,
+// right after authentication, with the throttling error that service
+// answers: EC2 RequestLimitExceeded (HTTP 503), IAM Throttling (HTTP 400),
+// SSM ThrottlingException (HTTP 400), Pricing ThrottlingException (HTTP
+// 429), SQS RequestThrottled (HTTP 403, as its model declares it) and EKS
+// ThrottlingException (HTTP 429); aws-sdk-go-v2's retryer counts each code
+// as a throttle. service is one of ServiceEC2, ServiceIAM, ServiceSSM,
+// ServicePricing, ServiceSQS and ServiceEKS; 0 turns throttling off.
+func (s *Server) SetThrottle(service string, rate float64) error {
+	switch service {
+	case ServiceEC2:
+		s.ec2.SetThrottle(rate)
+	case ServiceIAM:
+		s.iam.SetThrottle(rate)
+	case ServiceSSM:
+		s.ssm.SetThrottle(rate)
+	case ServicePricing:
+		s.pricing.SetThrottle(rate)
+	case ServiceSQS:
+		s.sqs.SetThrottle(rate)
+	case ServiceEKS:
+		s.eks.SetThrottle(rate)
+	default:
+		return fmt.Errorf("throttling service %q: the local AWS endpoint serves ec2, iam, ssm, pricing, sqs and eks", service)
+	}
+	return nil
+}
 
 // SetDescribeLag hides instances from DescribeInstances for d after their
 // launch (EC2's eventual consistency); 0 turns it off.

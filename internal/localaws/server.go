@@ -67,7 +67,8 @@ type Config struct {
 	// Clock is the endpoint's only clock (default the real clock). A fake
 	// clock lets tests step instance lifecycles and interruption reclaims.
 	Clock clock.WithTicker
-	// Seed makes EC2's ids and throttling decisions deterministic.
+	// Seed makes EC2's ids and every service's throttling decisions
+	// deterministic.
 	Seed uint64
 	// PendingDelay, StoppingDelay and ShuttingDownDelay are EC2's lifecycle
 	// delays; TickInterval is how often they are applied (ec2.Config defaults).
@@ -190,15 +191,15 @@ func (s *Server) build() error {
 		PendingDelay: cfg.PendingDelay, StoppingDelay: cfg.StoppingDelay,
 		ShuttingDownDelay: cfg.ShuttingDownDelay, TickInterval: cfg.TickInterval})
 	account := s.ec2.AccountID()
-	s.iam = iam.New(iam.Config{AccountID: account, Clock: cfg.Clock})
-	s.ssm = ssm.New(ssm.Config{Region: cfg.Region, AccountID: account, Clock: cfg.Clock})
-	p, err := pricing.New(pricing.Config{Clock: cfg.Clock})
+	s.iam = iam.New(iam.Config{AccountID: account, Clock: cfg.Clock, Seed: cfg.Seed})
+	s.ssm = ssm.New(ssm.Config{Region: cfg.Region, AccountID: account, Clock: cfg.Clock, Seed: cfg.Seed})
+	p, err := pricing.New(pricing.Config{Clock: cfg.Clock, Seed: cfg.Seed})
 	if err != nil {
 		return fmt.Errorf("building the pricing service: %w", err)
 	}
 	s.pricing = p
-	s.sqs = sqs.New(sqs.Config{Region: cfg.Region, AccountID: account, QueueURLBase: s.url, Clock: cfg.Clock})
-	s.eks = eks.New(eks.Config{Region: cfg.Region, AccountID: account, Clock: cfg.Clock})
+	s.sqs = sqs.New(sqs.Config{Region: cfg.Region, AccountID: account, QueueURLBase: s.url, Clock: cfg.Clock, Seed: cfg.Seed})
+	s.eks = eks.New(eks.Config{Region: cfg.Region, AccountID: account, Clock: cfg.Clock, Seed: cfg.Seed})
 	return nil
 }
 

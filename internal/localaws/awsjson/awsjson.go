@@ -1,12 +1,12 @@
 // Package awsjson holds the request and error plumbing shared by the local
 // AWS endpoint's JSON-protocol services (internal/localaws/ssm, pricing, sqs
 // and eks): the SigV4 scope check every AWS service applies before it reads a
-// request, the X-Amz-Target dispatch of the awsJson1_0/awsJson1_1 protocols,
+// request, throttling ([Throttle]) right after it, the X-Amz-Target dispatch of the awsJson1_0/awsJson1_1 protocols,
 // body decoding, and the `{"__type":..,"message":..}` error documents the
 // aws-sdk-go-v2 deserializers read.
 //
-// The query-protocol IAM service uses [Authenticate] too and renders its
-// result as XML itself.
+// The query-protocol IAM service uses [Authenticate] and [Throttle] too and
+// renders its result as XML itself.
 package awsjson
 
 import (
@@ -190,18 +190,32 @@ type Protocol struct {
 	ContentType string
 	// TargetPrefix is the X-Amz-Target prefix, e.g. "AmazonSSM".
 	TargetPrefix string
+	// Throttle, when set, refuses a fraction of the authenticated requests
+	// with ThrottleError before they are dispatched.
+	Throttle *Throttle
+	// ThrottleError is the service's throttling answer (default
+	// ThrottlingException with HTTP 400).
+	ThrottleError *Error
 }
 
 // Operation answers one operation: the response body, or an error.
 type Operation func(*http.Request) (any, *Error)
 
 // Serve answers a request as an AWS JSON-protocol service does: it refuses
-// unsigned or mis-scoped requests, dispatches on X-Amz-Target to ops
-// (UnknownOperationException for any other operation) and writes the
-// answer or the error in the protocol's shape.
+// unsigned or mis-scoped requests, then throttled ones (p.Throttle), dispatches
+// on X-Amz-Target to ops (UnknownOperationException for any other operation)
+// and writes the answer or the error in the protocol's shape.
 func Serve(w http.ResponseWriter, r *http.Request, p Protocol, ops map[string]Operation) {
 	if f := Authenticate(r, p.Service, p.Region); f != nil {
 		WriteError(w, p.ContentType, JSONAuthError(f))
+		return
+	}
+	if p.Throttle.Throttled() {
+		e := p.ThrottleError
+		if e == nil {
+			e = ThrottlingException(http.StatusBadRequest)
+		}
+		WriteError(w, p.ContentType, e)
 		return
 	}
 	name, e := Target(r, p.TargetPrefix)

@@ -57,3 +57,22 @@ func TestTargetAndWriteError(t *testing.T) {
 		t.Errorf("status %d (-want +got):\n%s", w.Code, diff)
 	}
 }
+
+func TestThrottle(t *testing.T) {
+	var none *Throttle
+	if none.Throttled() || none.Rate() != 0 {
+		t.Errorf("a nil Throttle throttles")
+	}
+	th := NewThrottle(1)
+	if th.Throttled() {
+		t.Errorf("a new Throttle throttles")
+	}
+	th.SetRate(2)
+	if th.Rate() != 1 || !th.Throttled() {
+		t.Errorf("rate 2: Rate %v; want it clamped to 1 and every request throttled", th.Rate())
+	}
+	th.SetRate(-1)
+	if th.Rate() != 0 || th.Throttled() {
+		t.Errorf("rate -1: Rate %v; want it clamped to 0 and no request throttled", th.Rate())
+	}
+}

@@ -19,6 +19,8 @@
 //
 // Not modelled: every other EKS operation (ListClusters, node groups, add-ons,
 // access entries, ...), resourcesVpcConfig, logging, identity/OIDC, access
-// config, cluster lifecycle (status never changes by itself), throttling and
-// signature verification.
+// config, cluster lifecycle (status never changes by itself), EKS's real
+// request quotas and signature verification. SetThrottle refuses a fraction
+// of the requests with ThrottlingException (HTTP 429) right after
+// authentication.
 package eks

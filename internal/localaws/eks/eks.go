@@ -31,6 +31,8 @@ type Config struct {
 	AccountID string
 	// Clock stamps createdAt (default the real clock).
 	Clock clock.PassiveClock
+	// Seed fixes which requests SetThrottle's rate refuses.
+	Seed uint64
 }
 
 // Cluster is what a test sets about a cluster; DescribeCluster reports it.
@@ -68,6 +70,7 @@ type Cluster struct {
 type Service struct {
 	region, account string
 	clock           clock.PassiveClock
+	throttle        *awsjson.Throttle
 
 	mu       sync.Mutex
 	clusters map[string]Cluster
@@ -84,8 +87,15 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Service{region: cfg.Region, account: cfg.AccountID, clock: cfg.Clock, clusters: map[string]Cluster{}}
+	return &Service{region: cfg.Region, account: cfg.AccountID, clock: cfg.Clock,
+		throttle: awsjson.NewThrottle(cfg.Seed), clusters: map[string]Cluster{}}
 }
+
+// SetThrottle makes that fraction (0 to 1) of requests fail with ThrottlingException (HTTP
+// 429 with X-Amzn-ErrorType, as the EKS model declares it)
+// right after authentication, as EKS answers requests beyond the account's
+// request rate; 0 turns it off.
+func (s *Service) SetThrottle(rate float64) { s.throttle.SetRate(rate) }
 
 // PutCluster creates or replaces a cluster, filling in the defaults documented
 // on Cluster. A replaced cluster keeps its creation time unless c sets one.
@@ -160,6 +170,10 @@ func (s *Service) Clusters() []string {
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f := awsjson.Authenticate(r, "eks", s.region); f != nil {
 		awsjson.WriteError(w, awsjson.ContentTypeREST, awsjson.JSONAuthError(f))
+		return
+	}
+	if s.throttle.Throttled() {
+		awsjson.WriteError(w, awsjson.ContentTypeREST, awsjson.ThrottlingException(http.StatusTooManyRequests))
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")

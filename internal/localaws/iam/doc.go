@@ -29,6 +29,8 @@
 // Not modelled: role creation over the wire, policies and PassRole
 // permissions, UntagInstanceProfile, ListInstanceProfilesForRole, IAM's
 // eventual consistency, AssumeRolePolicyDocument, RoleLastUsed,
-// PermissionsBoundary, account quotas on the number of profiles, throttling and
-// signature verification.
+// PermissionsBoundary, account quotas on the number of profiles, IAM's real
+// request quotas and signature verification. SetThrottle refuses a fraction
+// of the requests with Throttling (HTTP 400, type Sender) right after
+// authentication.
 package iam

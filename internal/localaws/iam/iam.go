@@ -40,6 +40,8 @@ type Config struct {
 	AccountID string
 	// Clock stamps CreateDate (default the real clock).
 	Clock clock.PassiveClock
+	// Seed fixes which requests SetThrottle's rate refuses.
+	Seed uint64
 }
 
 // Role is an IAM role.
@@ -67,6 +69,7 @@ type InstanceProfile struct {
 type Service struct {
 	region, account string
 	clock           clock.PassiveClock
+	throttle        *awsjson.Throttle
 
 	mu       sync.Mutex
 	seq      int
@@ -92,8 +95,14 @@ func New(cfg Config) *Service {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Service{region: cfg.Region, account: cfg.AccountID, clock: cfg.Clock,
-		roles: map[string]*Role{}, profiles: map[string]*profile{}}
+		throttle: awsjson.NewThrottle(cfg.Seed), roles: map[string]*Role{}, profiles: map[string]*profile{}}
 }
+
+// SetThrottle makes that fraction (0 to 1) of requests fail with Throttling (HTTP 400,
+// type Sender)
+// right after authentication, as IAM answers requests beyond the account's
+// request rate; 0 turns it off.
+func (s *Service) SetThrottle(rate float64) { s.throttle.SetRate(rate) }
 
 // AddRole creates (or replaces) the role name under path ("" means "/") and
 // returns it, for tests to seed the roles nodeclasses name.
@@ -168,6 +177,10 @@ func validationError(format string, args ...any) *Error {
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f := awsjson.Authenticate(r, "iam", s.region); f != nil {
 		writeError(w, &Error{Status: http.StatusForbidden, Code: f.Code, Message: f.Message})
+		return
+	}
+	if s.throttle.Throttled() {
+		writeError(w, &Error{Status: http.StatusBadRequest, Code: "Throttling", Message: awsjson.ThrottleMessage})
 		return
 	}
 	if err := r.ParseForm(); err != nil {

@@ -34,6 +34,9 @@
 // Not modelled: other services, operating systems, tenancies of virtualized
 // types, Reserved and spot terms, non-USD currencies (the China partition's
 // CNY), DescribeServices/GetAttributeValues/price list files,
-// ExpiredNextTokenException, throttling and signature verification. The
-// catalog has us-east-1 prices only; other PriceRegions reuse them.
+// ExpiredNextTokenException, the API's real request quotas and signature
+// verification. The catalog has us-east-1 prices only; other PriceRegions
+// reuse them. SetThrottle refuses a fraction of the requests with
+// ThrottlingException (HTTP 429, as the model declares it) right after
+// authentication.
 package pricing

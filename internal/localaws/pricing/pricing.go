@@ -39,6 +39,8 @@ type Config struct {
 	InstanceTypes []schema.InstanceType
 	// Clock dates the price list's publicationDate (default the real clock).
 	Clock clock.PassiveClock
+	// Seed fixes which requests SetThrottle's rate refuses.
+	Seed uint64
 }
 
 // product is one instance type's on-demand Linux offer in one region.
@@ -52,8 +54,9 @@ type product struct {
 // Service is a local AWS Price List Query API answering GetProducts for
 // AmazonEC2 on-demand Linux compute. It implements http.Handler.
 type Service struct {
-	region string
-	clock  clock.PassiveClock
+	region   string
+	clock    clock.PassiveClock
+	throttle *awsjson.Throttle
 
 	mu       sync.Mutex
 	products map[[2]string]*product // (region, instance type) -> product
@@ -77,7 +80,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.InstanceTypes = facts
 	}
-	s := &Service{region: cfg.Region, clock: cfg.Clock, products: map[[2]string]*product{}}
+	s := &Service{region: cfg.Region, clock: cfg.Clock, throttle: awsjson.NewThrottle(cfg.Seed), products: map[[2]string]*product{}}
 	for _, region := range cfg.PriceRegions {
 		for _, t := range cfg.InstanceTypes {
 			if t.OnDemandPrice == nil {
@@ -89,6 +92,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	return s, nil
 }
+
+// SetThrottle makes that fraction (0 to 1) of requests fail with ThrottlingException (HTTP 429, as the
+// Price List model declares it)
+// right after authentication, as the Price List API answers requests beyond the account's
+// request rate; 0 turns it off.
+func (s *Service) SetThrottle(rate float64) { s.throttle.SetRate(rate) }
 
 // isMetal tells bare-metal types, which the price list files under tenancy
 // Dedicated and productFamily "Compute Instance (bare metal)".
@@ -135,7 +144,8 @@ func (s *Service) Price(region, instanceType string) (float64, bool) {
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	awsjson.Serve(w, r, awsjson.Protocol{Service: "pricing", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "pricing", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix,
+		Throttle: s.throttle, ThrottleError: awsjson.ThrottlingException(http.StatusTooManyRequests)}, map[string]awsjson.Operation{
 		"GetProducts": s.getProducts,
 	})
 }

@@ -40,6 +40,8 @@
 // (accepted and dropped), batch operations, ChangeMessageVisibility,
 // PurgeQueue, queue attributes APIs, dead-letter redrive, the at-least-once
 // duplicates and sampling of real standard queues (delivery here is exactly
-// once per visibility window, oldest first), SSE, queue policies, throttling,
-// and signature verification.
+// once per visibility window, oldest first), SSE, queue policies, SQS's real
+// request quotas, and signature verification. SetThrottle refuses a fraction
+// of the requests with the modelled RequestThrottled error (HTTP 403, query
+// code RequestThrottled) right after authentication.
 package sqs

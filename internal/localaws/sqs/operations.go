@@ -14,7 +14,8 @@ import (
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	awsjson.Serve(w, r, awsjson.Protocol{Service: "sqs", Region: s.region, ContentType: awsjson.ContentType10, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "sqs", Region: s.region, ContentType: awsjson.ContentType10, TargetPrefix: targetPrefix,
+		Throttle: s.throttle, ThrottleError: requestThrottled()}, map[string]awsjson.Operation{
 		"CreateQueue":    s.serveCreateQueue,
 		"GetQueueUrl":    s.getQueueURL,
 		"SendMessage":    s.sendMessage,

@@ -34,12 +34,15 @@ type Config struct {
 	// Clock drives timestamps, visibility timeouts, delays, retention and
 	// long polling (default the real clock).
 	Clock clock.Clock
+	// Seed fixes which requests SetThrottle's rate refuses.
+	Seed uint64
 }
 
 // Service is a local SQS with standard queues. It implements http.Handler.
 type Service struct {
 	region, account, urlBase string
 	clock                    clock.Clock
+	throttle                 *awsjson.Throttle
 
 	mu      sync.Mutex
 	seq     uint64
@@ -84,8 +87,15 @@ func New(cfg Config) *Service {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Service{region: cfg.Region, account: cfg.AccountID, urlBase: strings.TrimSuffix(cfg.QueueURLBase, "/"),
-		clock: cfg.Clock, queues: map[string]*queue{}, changed: make(chan struct{})}
+		clock: cfg.Clock, throttle: awsjson.NewThrottle(cfg.Seed), queues: map[string]*queue{}, changed: make(chan struct{})}
 }
+
+// SetThrottle makes that fraction (0 to 1) of requests fail with RequestThrottled (the
+// modelled com.amazonaws.sqs#RequestThrottled, HTTP 403, query code
+// RequestThrottled, which aws-sdk-go-v2 retries as a throttle)
+// right after authentication, as SQS answers requests beyond the account's
+// request rate; 0 turns it off.
+func (s *Service) SetThrottle(rate float64) { s.throttle.SetRate(rate) }
 
 // Queue attribute defaults and ranges AWS documents for CreateQueue.
 var attributeRanges = map[string]struct{ min, max, def int }{
@@ -313,6 +323,11 @@ func uuid(n uint64) string {
 // awsQuery code in x-amzn-query-error, which the SDK reports as the code.
 func sqsError(status int, typ, queryCode, message string) *awsjson.Error {
 	return &awsjson.Error{Status: status, Type: "com.amazonaws.sqs#" + typ, Message: message, QueryError: queryCode + ";Sender"}
+}
+
+// requestThrottled is SQS's modelled throttling error.
+func requestThrottled() *awsjson.Error {
+	return sqsError(http.StatusForbidden, "RequestThrottled", "RequestThrottled", awsjson.ThrottleMessage)
 }
 
 func queueDoesNotExist() *awsjson.Error {

@@ -23,5 +23,7 @@
 // DescribeParameters wire operations, SecureString and StringList types,
 // decryption (WithDecryption is accepted and ignored), parameter labels (a
 // non-numeric selector is ParameterVersionNotFound), policies, tiers, tags,
-// throttling, and signature verification.
+// and signature verification. SetThrottle refuses a fraction of the requests
+// with ThrottlingException (HTTP 400) right after authentication; SSM's real
+// limits (per-operation request rates) are not modelled.
 package ssm

@@ -30,12 +30,15 @@ type Config struct {
 	AccountID string
 	// Clock stamps LastModifiedDate (default the real clock).
 	Clock clock.PassiveClock
+	// Seed fixes which requests SetThrottle's rate refuses.
+	Seed uint64
 }
 
 // Service is a local SSM Parameter Store. It implements http.Handler.
 type Service struct {
 	region, account string
 	clock           clock.PassiveClock
+	throttle        *awsjson.Throttle
 
 	mu     sync.Mutex
 	params map[string][]version // name -> versions, oldest first
@@ -60,8 +63,14 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Service{region: cfg.Region, account: cfg.AccountID, clock: cfg.Clock, params: map[string][]version{}}
+	return &Service{region: cfg.Region, account: cfg.AccountID, clock: cfg.Clock,
+		throttle: awsjson.NewThrottle(cfg.Seed), params: map[string][]version{}}
 }
+
+// SetThrottle makes that fraction (0 to 1) of requests fail with ThrottlingException (HTTP 400)
+// right after authentication, as SSM answers requests beyond the account's
+// rate; 0 turns it off.
+func (s *Service) SetThrottle(rate float64) { s.throttle.SetRate(rate) }
 
 // PutParameter stores value as a new version of the String parameter name
 // (version 1 when it is new, one more than the latest otherwise), as
@@ -112,7 +121,8 @@ var amiID = regexp.MustCompile(`^ami-[0-9a-f]{8}([0-9a-f]{9})?$`)
 
 // ServeHTTP implements http.Handler.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	awsjson.Serve(w, r, awsjson.Protocol{Service: "ssm", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix}, map[string]awsjson.Operation{
+	awsjson.Serve(w, r, awsjson.Protocol{Service: "ssm", Region: s.region, ContentType: awsjson.ContentType11, TargetPrefix: targetPrefix,
+		Throttle: s.throttle, ThrottleError: awsjson.ThrottlingException(http.StatusBadRequest)}, map[string]awsjson.Operation{
 		"GetParameter":  s.getParameter,
 		"GetParameters": s.getParameters,
 	})
