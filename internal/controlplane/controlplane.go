@@ -21,6 +21,19 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// ServiceClusterIPRange is the API server's --service-cluster-ip-range, the
+// cluster's service IPv4 CIDR. It is 10.100.0.0/16, the range EKS picks
+// when the VPC is in 10.0.0.0/8, so that it does not overlap the local AWS
+// endpoint's seeded VPC (10.0.0.0/16): EKS refuses a service range that
+// overlaps the VPC
+// (https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html).
+const ServiceClusterIPRange = "10.100.0.0/16"
+
+// KubernetesServiceIP is the ClusterIP of the default/kubernetes Service,
+// the first address of ServiceClusterIPRange; the API server's serving
+// certificate names it.
+const KubernetesServiceIP = "10.100.0.1"
+
 // ControlPlane is a running local control plane.
 type ControlPlane struct {
 	opts Options
@@ -200,7 +213,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, p ports, pki *pki) e
 		"--service-account-key-file=" + pki.saPublic,
 		"--service-account-signing-key-file=" + pki.saPrivate,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.0.0.0/16",
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		"--authorization-mode=RBAC",
 		// Simulated nodes run no kubelet, so pods need no service-account token.
 		"--disable-admission-plugins=ServiceAccount",

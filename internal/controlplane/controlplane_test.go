@@ -3,6 +3,7 @@ package controlplane
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,9 @@ func TestGeneratePKI(t *testing.T) {
 	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: "kubernetes.default.svc", CurrentTime: now}); err != nil {
 		t.Errorf("serving certificate does not verify for kubernetes.default.svc: %v", err)
 	}
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: KubernetesServiceIP, CurrentTime: now}); err != nil {
+		t.Errorf("serving certificate does not verify for the kubernetes Service IP %s: %v", KubernetesServiceIP, err)
+	}
 	admin := readCert(t, p.adminCert)
 	if _, err := admin.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("admin certificate does not verify as a client: %v", err)
@@ -45,6 +49,23 @@ func TestGeneratePKI(t *testing.T) {
 		if info.Mode().Perm() != 0o600 {
 			t.Errorf("%s has mode %v, want 0600", f, info.Mode().Perm())
 		}
+	}
+}
+
+// TestServiceRange checks the kubernetes Service IP is the first address of
+// the service range, and that the range stays clear of the local AWS
+// endpoint's seeded VPC (localaws.VPCCIDR, which imports this package), as
+// EKS requires.
+func TestServiceRange(t *testing.T) {
+	prefix, err := netip.ParsePrefix(ServiceClusterIPRange)
+	if err != nil {
+		t.Fatalf("ServiceClusterIPRange %q: %v", ServiceClusterIPRange, err)
+	}
+	if first := prefix.Masked().Addr().Next(); first.String() != KubernetesServiceIP {
+		t.Errorf("KubernetesServiceIP = %s, want %s, the first address of %s", KubernetesServiceIP, first, prefix)
+	}
+	if vpc := netip.MustParsePrefix("10.0.0.0/16"); prefix.Overlaps(vpc) {
+		t.Errorf("service range %s overlaps the seeded VPC %s", prefix, vpc)
 	}
 }
 

@@ -24,8 +24,8 @@ type AWSOptions struct {
 	// Port of the endpoint; 0 picks a free one.
 	Port int
 	// Endpoint tunes the endpoint further (lifecycle delays, clock, seed);
-	// its Region, ClusterName, ClusterEndpoint, ClusterCA, Port and
-	// Kubernetes fields are set by StartAWS.
+	// its ClusterName, ClusterEndpoint, ClusterCA, ServiceCIDR, Port,
+	// Kubernetes and Logger fields are set by StartAWS.
 	Endpoint localaws.Config
 	// Logger receives the endpoint's logs.
 	Logger logr.Logger
@@ -52,8 +52,7 @@ func StartAWS(ctx context.Context, opts controlplane.Options, awsOpts AWSOptions
 		cfg.ClusterName = localaws.DefaultClusterName
 	}
 	cfg.Port = awsOpts.Port
-	cfg.ClusterEndpoint = cp.RESTConfig.Host
-	cfg.ClusterCA = cp.RESTConfig.CAData
+	cfg = EndpointConfig(cp, cfg)
 	cfg.Kubernetes = c.Client
 	cfg.Logger = awsOpts.Logger
 	server, err := localaws.Start(ctx, cfg)
@@ -69,6 +68,18 @@ func StartAWS(ctx context.Context, opts controlplane.Options, awsOpts AWSOptions
 		}
 	}
 	return c, nil
+}
+
+// EndpointConfig returns cfg with the facts EKS DescribeCluster reports
+// taken from the control plane: the API server's URL (ClusterEndpoint), its
+// CA (ClusterCA) and its service range (ServiceCIDR,
+// controlplane.ServiceClusterIPRange), so that nodes' user data carries the
+// cluster's own service CIDR and cluster DNS.
+func EndpointConfig(cp *controlplane.ControlPlane, cfg localaws.Config) localaws.Config {
+	cfg.ClusterEndpoint = cp.RESTConfig.Host
+	cfg.ClusterCA = cp.RESTConfig.CAData
+	cfg.ServiceCIDR = controlplane.ServiceClusterIPRange
+	return cfg
 }
 
 // AWSSettings are the AWS provider's settings for the cluster's local
