@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsprovider "github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws"
@@ -24,8 +26,9 @@ type AWSOptions struct {
 	// Port of the endpoint; 0 picks a free one.
 	Port int
 	// Endpoint tunes the endpoint further (lifecycle delays, clock, seed);
-	// its ClusterName, ClusterEndpoint, ClusterCA, ServiceCIDR, Port,
-	// Kubernetes and Logger fields are set by StartAWS.
+	// its ClusterName, ClusterEndpoint, ClusterCA, ServiceCIDR,
+	// KubernetesVersion, Port, Kubernetes and Logger fields are set by
+	// StartAWS.
 	Endpoint localaws.Config
 	// Logger receives the endpoint's logs.
 	Logger logr.Logger
@@ -52,7 +55,9 @@ func StartAWS(ctx context.Context, opts controlplane.Options, awsOpts AWSOptions
 		cfg.ClusterName = localaws.DefaultClusterName
 	}
 	cfg.Port = awsOpts.Port
-	cfg = EndpointConfig(cp, cfg)
+	if cfg, err = EndpointConfig(cp, cfg); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
 	cfg.Kubernetes = c.Client
 	cfg.Logger = awsOpts.Logger
 	server, err := localaws.Start(ctx, cfg)
@@ -72,14 +77,41 @@ func StartAWS(ctx context.Context, opts controlplane.Options, awsOpts AWSOptions
 
 // EndpointConfig returns cfg with the facts EKS DescribeCluster reports
 // taken from the control plane: the API server's URL (ClusterEndpoint), its
-// CA (ClusterCA) and its service range (ServiceCIDR,
+// CA (ClusterCA), its service range (ServiceCIDR,
 // controlplane.ServiceClusterIPRange), so that nodes' user data carries the
-// cluster's own service CIDR and cluster DNS.
-func EndpointConfig(cp *controlplane.ControlPlane, cfg localaws.Config) localaws.Config {
+// cluster's own service CIDR and cluster DNS, and its version as
+// <major>.<minor> read through discovery (KubernetesVersion), so that the
+// seeded AMIs and their SSM parameters are the ones the AWS provider looks
+// up for this API server.
+func EndpointConfig(cp *controlplane.ControlPlane, cfg localaws.Config) (localaws.Config, error) {
 	cfg.ClusterEndpoint = cp.RESTConfig.Host
 	cfg.ClusterCA = cp.RESTConfig.CAData
 	cfg.ServiceCIDR = controlplane.ServiceClusterIPRange
-	return cfg
+	versions, err := discovery.NewDiscoveryClientForConfig(cp.RESTConfig)
+	if err != nil {
+		return cfg, fmt.Errorf("creating a discovery client for the API server's version: %w", err)
+	}
+	version, err := kubernetesVersion(versions)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.KubernetesVersion = version
+	return cfg, nil
+}
+
+// kubernetesVersion reads the API server's version as <major>.<minor>, with
+// a trailing "+" of the minor removed, as the AWS provider reads it
+// (aws/ami.Provider.KubernetesVersion).
+func kubernetesVersion(versions discovery.ServerVersionInterface) (string, error) {
+	info, err := versions.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("reading the API server's version: %w", err)
+	}
+	minor := strings.TrimSuffix(info.Minor, "+")
+	if info.Major == "" || minor == "" {
+		return "", fmt.Errorf("the API server reports version %q (major %q, minor %q): no <major>.<minor> to seed AMIs for", info.GitVersion, info.Major, info.Minor)
+	}
+	return info.Major + "." + minor, nil
 }
 
 // AWSSettings are the AWS provider's settings for the cluster's local

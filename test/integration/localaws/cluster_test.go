@@ -3,10 +3,12 @@ package localaws_test
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
+	awsssm "github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +22,10 @@ func startClusterEndpoint(t *testing.T) (*localaws.Server, aws.Config) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cfg := localcluster.EndpointConfig(testEnv.ControlPlane, localaws.Config{ClusterName: cluster})
+	cfg, err := localcluster.EndpointConfig(testEnv.ControlPlane, localaws.Config{ClusterName: cluster})
+	if err != nil {
+		t.Fatalf("configuring the endpoint from the control plane: %v", err)
+	}
 	s, err := localaws.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting the endpoint: %v", err)
@@ -77,5 +82,38 @@ func TestDescribeClusterReportsTheAPIServersServiceRange(t *testing.T) {
 	}
 	if got := aws.ToString(out.Cluster.Endpoint); got != testEnv.ControlPlane.RESTConfig.Host {
 		t.Errorf("DescribeCluster endpoint %s, want the API server %s", got, testEnv.ControlPlane.RESTConfig.Host)
+	}
+}
+
+// TestAMIsAreSeededForTheAPIServersVersion checks that EKS DescribeCluster
+// reports the API server's <major>.<minor> and that the EKS-optimized AMIs'
+// SSM parameters, read through the SDK, are published for that version, the
+// one the AWS provider looks them up for.
+func TestAMIsAreSeededForTheAPIServersVersion(t *testing.T) {
+	s, cfg := startClusterEndpoint(t)
+	ctx := context.Background()
+	info, err := testEnv.Clientset.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("reading the API server's version: %v", err)
+	}
+	want := info.Major + "." + strings.TrimSuffix(info.Minor, "+")
+	out, err := awseks.NewFromConfig(cfg).DescribeCluster(ctx, &awseks.DescribeClusterInput{Name: aws.String(cluster)})
+	if err != nil {
+		t.Fatalf("DescribeCluster: %v", err)
+	}
+	if got := aws.ToString(out.Cluster.Version); got != want {
+		t.Errorf("DescribeCluster version %s, want the API server's %s", got, want)
+	}
+	latest, ok := s.LatestAMI(localaws.FamilyAL2023, localaws.VariantStandard, localaws.ArchX86_64)
+	if !ok {
+		t.Fatalf("no AL2023 AMI seeded")
+	}
+	name := "/aws/service/eks/optimized-ami/" + want + "/amazon-linux-2023/x86_64/standard/recommended/image_id"
+	param, err := awsssm.NewFromConfig(cfg).GetParameter(ctx, &awsssm.GetParameterInput{Name: aws.String(name)})
+	if err != nil {
+		t.Fatalf("GetParameter %s: %v", name, err)
+	}
+	if got := aws.ToString(param.Parameter.Value); got != latest.Image.ID {
+		t.Errorf("%s = %s, want the newest seeded AMI %s", name, got, latest.Image.ID)
 	}
 }
