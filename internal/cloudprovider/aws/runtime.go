@@ -225,6 +225,11 @@ type loop struct {
 	run    func(context.Context) error
 }
 
+// loopRetryAfterFailure is how soon a loop that failed runs again, when its
+// period is longer: a Pricing API that was briefly unreachable must not
+// leave the embedded prices in use for the next 12 hours.
+const loopRetryAfterFailure = 5 * time.Minute
+
 // Name identifies the loop.
 func (l *loop) Name() string { return l.name }
 
@@ -234,19 +239,23 @@ func (l *loop) Register(_ context.Context, mgr manager.Manager) error { return m
 // NeedLeaderElection runs the loop on the leader only.
 func (l *loop) NeedLeaderElection() bool { return true }
 
-// Start runs the loop until ctx ends; failures are logged and retried next period.
+// Start runs the loop until ctx ends: every period after a success, and
+// after loopRetryAfterFailure (or the period, when shorter) after a failure,
+// which is logged.
 func (l *loop) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(l.name)
-	ticker := l.clock.NewTicker(l.period)
-	defer ticker.Stop()
 	for {
+		wait := l.period
 		if err := l.run(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Refreshing")
+			wait = min(l.period, loopRetryAfterFailure)
 		}
+		timer := l.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
-		case <-ticker.C():
+		case <-timer.C():
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/awsclient"
+	awspricing "github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/pricing"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
 )
 
@@ -161,15 +162,20 @@ func (s *Settings) LoadConfig(ctx context.Context, throttles *prometheus.Counter
 	return cfg, nil
 }
 
-// NewClients returns one SDK client per service the provider calls.
+// NewClients returns one SDK client per service the provider calls. The
+// Price List API is served from a few regions only, so its client signs for
+// and calls the one that serves the controller's region
+// (awspricing.EndpointRegion): a controller in us-west-2 asks us-east-1.
 func NewClients(cfg aws.Config) sdk.Clients {
 	return sdk.Clients{
-		EC2:     ec2.NewFromConfig(cfg),
-		IAM:     iam.NewFromConfig(cfg),
-		SSM:     ssm.NewFromConfig(cfg),
-		Pricing: pricing.NewFromConfig(cfg),
-		SQS:     sqs.NewFromConfig(cfg),
-		EKS:     eks.NewFromConfig(cfg),
+		EC2: ec2.NewFromConfig(cfg),
+		IAM: iam.NewFromConfig(cfg),
+		SSM: ssm.NewFromConfig(cfg),
+		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) {
+			o.Region = awspricing.EndpointRegion(cfg.Region)
+		}),
+		SQS: sqs.NewFromConfig(cfg),
+		EKS: eks.NewFromConfig(cfg),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/smithy-go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
@@ -115,4 +116,26 @@ type noDelay struct{ aws.Retryer }
 func (n noDelay) RetryDelay(attempt int, err error) (delay time.Duration, _ error) {
 	_, err2 := n.Retryer.RetryDelay(attempt, err)
 	return 0, err2
+}
+
+// The Price List API has endpoints in four regions only: a controller
+// elsewhere must ask the one that serves its region, or every refresh fails
+// and the embedded prices stay in use for good.
+func TestPricingClientAsksTheRegionThatServesIt(t *testing.T) {
+	cases := map[string]string{
+		"us-east-1":      "us-east-1",
+		"us-west-2":      "us-east-1",
+		"eu-west-1":      "eu-central-1",
+		"ap-northeast-1": "ap-south-1",
+		"cn-north-1":     "cn-northwest-1",
+	}
+	for region, want := range cases {
+		clients := NewClients(aws.Config{Region: region})
+		if got := clients.Pricing.(*pricing.Client).Options().Region; got != want {
+			t.Errorf("region %s: Pricing client region = %q, want %q", region, got, want)
+		}
+		if got := clients.EC2.(*ec2.Client).Options().Region; got != region {
+			t.Errorf("region %s: EC2 client region = %q, want the controller's", region, got)
+		}
+	}
 }
