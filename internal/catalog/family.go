@@ -14,6 +14,8 @@ type familyTraits struct {
 	eniPodDensity bool
 	// podsPerCore: kubelet podsPerCore caps pods.
 	podsPerCore bool
+	// evictionSoft: kubelet evictionSoft thresholds count towards overhead.
+	evictionSoft bool
 	// eniMemoryOverhead: kube-reserved memory counts ENI-limited pods (with
 	// no reserved ENIs) rather than the pods capacity.
 	eniMemoryOverhead bool
@@ -34,6 +36,7 @@ func familyTraitsOf(f AMIFamily) (familyTraits, bool) {
 	linux := familyTraits{
 		eniPodDensity:     true,
 		podsPerCore:       true,
+		evictionSoft:      true,
 		eniMemoryOverhead: true,
 		os:                "linux",
 		rootVolume:        resource.MustParse("20Gi"),
@@ -41,6 +44,7 @@ func familyTraitsOf(f AMIFamily) (familyTraits, bool) {
 	windows := func(build string) familyTraits {
 		return familyTraits{
 			podsPerCore:  true,
+			evictionSoft: true,
 			os:           "windows",
 			windowsBuild: build,
 			rootVolume:   resource.MustParse("50Gi"),
@@ -54,6 +58,7 @@ func familyTraitsOf(f AMIFamily) (familyTraits, bool) {
 		// Bottlerocket's ephemeral storage is its 20Gi data volume (/dev/xvdb).
 		br := linux
 		br.podsPerCore = false
+		br.evictionSoft = false
 		br.eniMemoryOverhead = false
 		return br, true
 	case AMIFamilyWindows2019:

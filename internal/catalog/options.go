@@ -95,6 +95,11 @@ type KubeletOptions struct {
 	// percentage of capacity; "100%" disables the threshold. The other
 	// signals are accepted and do not change allocatable.
 	EvictionHard map[string]string
+	// EvictionSoft takes the same signals. Where it gives memory.available or
+	// nodefs.available, the larger of the hard and soft thresholds is
+	// reserved, as the kubelet may evict from the soft one. Bottlerocket
+	// ignores it.
+	EvictionSoft map[string]string
 }
 
 // DefaultOptions returns the settings hack/data/ec2 was computed with: AL2023,
@@ -141,8 +146,10 @@ type settings struct {
 	podsPerCore           int64
 	kubeReservedOverrides corev1.ResourceList
 	systemReserved        corev1.ResourceList
-	// evictMemory and evictNodeFS are nil when the default threshold applies.
-	evictMemory, evictNodeFS *signal
+	// evictMemory and evictNodeFS hold the memory.available and
+	// nodefs.available thresholds evictionHard and evictionSoft give (the
+	// larger of the two is reserved); empty when the default applies.
+	evictMemory, evictNodeFS []signal
 	rootVolume               resource.Quantity
 	raid0                    bool
 	region                   string
@@ -202,8 +209,28 @@ func (o Options) compileWith(requireZones bool) (settings, error) {
 	if s.systemReserved, err = parseReserved("Kubelet.SystemReserved", o.Kubelet.SystemReserved); err != nil {
 		errs = append(errs, err)
 	}
-	if s.evictMemory, s.evictNodeFS, err = parseEvictionHard("Kubelet.EvictionHard", o.Kubelet.EvictionHard); err != nil {
-		errs = append(errs, err)
+	for _, e := range []struct {
+		field   string
+		signals map[string]string
+		counts  bool
+	}{
+		{"Kubelet.EvictionHard", o.Kubelet.EvictionHard, true},
+		{"Kubelet.EvictionSoft", o.Kubelet.EvictionSoft, family.evictionSoft},
+	} {
+		memory, nodefs, err := parseEviction(e.field, e.signals)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !e.counts {
+			continue
+		}
+		if memory != nil {
+			s.evictMemory = append(s.evictMemory, *memory)
+		}
+		if nodefs != nil {
+			s.evictNodeFS = append(s.evictNodeFS, *nodefs)
+		}
 	}
 	s.rootVolume = family.rootVolume
 	if q := o.RootVolumeSize; q != nil {
@@ -259,9 +286,9 @@ func parseReserved(field string, m map[string]string) (corev1.ResourceList, erro
 	return out, errors.Join(errs...)
 }
 
-// parseEvictionHard parses evictionHard and returns the memory.available and
-// nodefs.available thresholds (nil when not given).
-func parseEvictionHard(field string, m map[string]string) (memory, nodefs *signal, err error) {
+// parseEviction parses evictionHard or evictionSoft and returns the
+// memory.available and nodefs.available thresholds (nil when not given).
+func parseEviction(field string, m map[string]string) (memory, nodefs *signal, err error) {
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		f := fmt.Sprintf("%s[%s]", field, k)

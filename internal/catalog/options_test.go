@@ -84,6 +84,17 @@ func TestValidateRejectsBadOptions(t *testing.T) {
 			edit: func(o *Options) { o.Kubelet.EvictionHard = map[string]string{"memory.available": "1 Gi"} },
 			want: []string{`Kubelet.EvictionHard[memory.available]: parsing "1 Gi"`},
 		},
+		"evictionSoft unknown signal": {
+			edit: func(o *Options) { o.Kubelet.EvictionSoft = map[string]string{"memory.free": "1Gi"} },
+			want: []string{"Kubelet.EvictionSoft[memory.free]: unknown signal"},
+		},
+		"evictionSoft checked on Bottlerocket too": {
+			edit: func(o *Options) {
+				o.AMIFamily = AMIFamilyBottlerocket
+				o.Kubelet.EvictionSoft = map[string]string{"nodefs.available": "150%"}
+			},
+			want: []string{`Kubelet.EvictionSoft[nodefs.available]: percentage "150%"`},
+		},
 		"evictionHard unknown signal": {
 			edit: func(o *Options) { o.Kubelet.EvictionHard = map[string]string{"memory.free": "1Gi"} },
 			want: []string{"Kubelet.EvictionHard[memory.free]: unknown signal"},

@@ -127,6 +127,39 @@ func TestOptionsChangeTheFormulas(t *testing.T) {
 			eviction:    map[string]string{"memory": "100Mi", "ephemeral-storage": "2Gi"},
 			allocatable: map[string]string{"memory": "6903Mi", "ephemeral-storage": "17Gi"},
 		},
+		"evictionSoft above the hard threshold reserves the soft one": {
+			edit: func(o *Options) {
+				o.Kubelet.EvictionHard = map[string]string{"memory.available": "100Mi"}
+				o.Kubelet.EvictionSoft = map[string]string{"memory.available": "500Mi", "nodefs.available": "15%"}
+			},
+			eviction:    map[string]string{"memory": "500Mi", "ephemeral-storage": "3Gi"},
+			allocatable: map[string]string{"memory": "6503Mi", "ephemeral-storage": "16Gi"},
+		},
+		"evictionSoft below the hard threshold changes nothing": {
+			edit: func(o *Options) {
+				o.Kubelet.EvictionHard = map[string]string{"memory.available": "500Mi"}
+				o.Kubelet.EvictionSoft = map[string]string{"memory.available": "200Mi"}
+			},
+			eviction: map[string]string{"memory": "500Mi", "ephemeral-storage": "2Gi"},
+		},
+		"evictionSoft alone replaces the default, even below it": {
+			edit:     func(o *Options) { o.Kubelet.EvictionSoft = map[string]string{"memory.available": "50Mi"} },
+			eviction: map[string]string{"memory": "50Mi", "ephemeral-storage": "2Gi"},
+		},
+		"Bottlerocket ignores evictionSoft": {
+			edit: func(o *Options) {
+				o.AMIFamily = AMIFamilyBottlerocket
+				o.Kubelet.EvictionSoft = map[string]string{"memory.available": "500Mi", "nodefs.available": "50%"}
+			},
+			eviction: map[string]string{"memory": "100Mi", "ephemeral-storage": "2Gi"},
+		},
+		"Windows honours evictionSoft": {
+			edit: func(o *Options) {
+				o.AMIFamily = AMIFamilyWindows2022
+				o.Kubelet.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+			},
+			eviction: map[string]string{"memory": "1Gi", "ephemeral-storage": "5Gi"},
+		},
 		"reservedENIs lower pods but not kube-reserved memory": {
 			edit:         func(o *Options) { o.ReservedENIs = 1 },
 			capacity:     map[string]string{"pods": "20"}, // (3-1) * 9 + 2

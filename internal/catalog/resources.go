@@ -147,18 +147,29 @@ func kubeReservedCPUMilli(milli int64) int64 {
 	return reserved
 }
 
-// evictionThreshold is 100Mi of memory and 10% of ephemeral storage unless
-// kubelet.evictionHard gives memory.available or nodefs.available.
+// evictionThreshold is 100Mi of memory and 10% of ephemeral storage, unless
+// kubelet.evictionHard or evictionSoft gives memory.available or
+// nodefs.available: then the largest threshold they give, as Karpenter
+// computes it (a hard threshold below the default lowers it).
 func (s *settings) evictionThreshold(memory, storage resource.Quantity) corev1.ResourceList {
-	mem := *resource.NewQuantity(defaultEvictionMemory, resource.BinarySI)
-	if s.evictMemory != nil {
-		mem = s.evictMemory.threshold(memory)
-	}
-	fs := signal{percent: defaultEvictionNodeFSPercent}.threshold(storage)
-	if s.evictNodeFS != nil {
-		fs = s.evictNodeFS.threshold(storage)
-	}
+	mem := largestThreshold(s.evictMemory, memory, signal{quantity: resource.NewQuantity(defaultEvictionMemory, resource.BinarySI)})
+	fs := largestThreshold(s.evictNodeFS, storage, signal{percent: defaultEvictionNodeFSPercent})
 	return corev1.ResourceList{corev1.ResourceMemory: mem, corev1.ResourceEphemeralStorage: fs}
+}
+
+// largestThreshold is the largest of the signals' thresholds of capacity, or
+// the default's when there are none.
+func largestThreshold(signals []signal, capacity resource.Quantity, def signal) resource.Quantity {
+	if len(signals) == 0 {
+		return def.threshold(capacity)
+	}
+	largest := signals[0].threshold(capacity)
+	for _, sig := range signals[1:] {
+		if t := sig.threshold(capacity); t.Cmp(largest) > 0 {
+			largest = t
+		}
+	}
+	return largest
 }
 
 // threshold is the signal's quantity, or ceil(capacity * percent / 100) with

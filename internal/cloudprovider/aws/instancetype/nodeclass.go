@@ -95,6 +95,7 @@ func CatalogOptions(nc *awsv1.EC2NodeClass, s Settings) catalog.Options {
 			KubeReserved:   maps.Clone(k.KubeReserved),
 			SystemReserved: maps.Clone(k.SystemReserved),
 			EvictionHard:   maps.Clone(k.EvictionHard),
+			EvictionSoft:   maps.Clone(k.EvictionSoft),
 		}
 	}
 	return opts

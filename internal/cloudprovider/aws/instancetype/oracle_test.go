@@ -194,10 +194,12 @@ func TestOracleAllTypes(t *testing.T) {
 		"AL2023":       func(o *catalog.Options) {},
 		"AL2":          func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyAL2 },
 		"Bottlerocket": func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyBottlerocket },
+		"Windows2019":  func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyWindows2019 },
 		"Windows2022":  func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyWindows2022 },
+		"Windows2025":  func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyWindows2025 },
 		"Custom":       func(o *catalog.Options) { o.AMIFamily = catalog.AMIFamilyCustom },
 		"AL2023 kubelet and RAID0": func(o *catalog.Options) {
-			o.Kubelet = catalog.KubeletOptions{PodsPerCore: ptr[int32](3), SystemReserved: map[string]string{"memory": "200Mi"}, EvictionHard: map[string]string{"nodefs.available": "15%"}}
+			o.Kubelet = catalog.KubeletOptions{PodsPerCore: ptr[int32](3), SystemReserved: map[string]string{"memory": "200Mi"}, EvictionHard: map[string]string{"nodefs.available": "15%"}, EvictionSoft: map[string]string{"memory.available": "300Mi"}}
 			o.InstanceStorePolicy = catalog.InstanceStorePolicyRAID0
 		},
 	}

@@ -279,7 +279,10 @@ func TestListNodeClassSettings(t *testing.T) {
 	nc := nodeClass("custom", catalog.AMIFamilyAL2023, "us-east-1a")
 	size := resource.MustParse("100Gi")
 	raid0 := awsv1.InstanceStorePolicyRAID0
-	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: ptr[int32](50), SystemReserved: map[string]string{"cpu": "100m"}}
+	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{
+		MaxPods: ptr[int32](50), SystemReserved: map[string]string{"cpu": "100m"},
+		EvictionHard: map[string]string{"memory.available": "200Mi"}, EvictionSoft: map[string]string{"memory.available": "1Gi"},
+	}
 	nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: ptr("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: &size}, RootVolume: true}}
 	nc.Spec.InstanceStorePolicy = &raid0
 	its, err := tp.List(context.Background(), nc)
@@ -293,11 +296,12 @@ func TestListNodeClassSettings(t *testing.T) {
 			"pods":              it.Capacity.Pods().String(),
 			"ephemeral-storage": it.Capacity.StorageEphemeral().String(),
 			"system-reserved":   shown(it.Overhead.SystemReserved)["cpu"],
+			"eviction memory":   shown(it.Overhead.EvictionThreshold)["memory"],
 		}
 	}
 	want := map[string]map[string]string{
-		"m5.large":  {"pods": "50", "ephemeral-storage": "100Gi", "system-reserved": "100m"},
-		"m5d.large": {"pods": "50", "ephemeral-storage": "75G", "system-reserved": "100m"},
+		"m5.large":  {"pods": "50", "ephemeral-storage": "100Gi", "system-reserved": "100m", "eviction memory": "1Gi"},
+		"m5d.large": {"pods": "50", "ephemeral-storage": "75G", "system-reserved": "100m", "eviction memory": "1Gi"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
