@@ -1,6 +1,7 @@
 package nodeclass
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -372,18 +373,23 @@ func conflictOr(err error) (reconcile.Result, error) {
 	return reconcile.Result{}, err
 }
 
-// subnetStatus sorts subnets by zone, then ID.
+// subnetStatus sorts subnets by zone, then by available IP addresses (most
+// first), then ID: a launch takes the first subnet of each zone, so it goes
+// to the one with the most room, as Karpenter's does, and a subnet running
+// out of addresses loses its place at the next refresh.
 func subnetStatus(subnets []ec2types.Subnet) []v1.Subnet {
-	out := make([]v1.Subnet, 0, len(subnets))
-	for _, s := range subnets {
+	sorted := slices.Clone(subnets)
+	slices.SortFunc(sorted, func(a, b ec2types.Subnet) int {
+		return cmp.Or(
+			cmp.Compare(aws.ToString(a.AvailabilityZone), aws.ToString(b.AvailabilityZone)),
+			cmp.Compare(aws.ToInt32(b.AvailableIpAddressCount), aws.ToInt32(a.AvailableIpAddressCount)),
+			cmp.Compare(aws.ToString(a.SubnetId), aws.ToString(b.SubnetId)),
+		)
+	})
+	out := make([]v1.Subnet, 0, len(sorted))
+	for _, s := range sorted {
 		out = append(out, v1.Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Zone != out[j].Zone {
-			return out[i].Zone < out[j].Zone
-		}
-		return out[i].ID < out[j].ID
-	})
 	return out
 }
 

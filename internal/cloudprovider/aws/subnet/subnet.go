@@ -57,39 +57,6 @@ func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]e
 	return out, nil
 }
 
-// ZonalSubnetsForLaunch lists the subnets of terms and keeps, per zone, the
-// one to launch into (see PickPerZone).
-func (p *Provider) ZonalSubnetsForLaunch(ctx context.Context, terms []v1.SubnetSelectorTerm) (map[string]ec2types.Subnet, error) {
-	subnets, err := p.List(ctx, terms)
-	if err != nil {
-		return nil, err
-	}
-	return PickPerZone(subnets), nil
-}
-
-// PickPerZone keeps, for each availability zone, the subnet with the most
-// available IP addresses; ties go to the lower subnet ID so the choice is
-// stable. The map is keyed by zone name.
-func PickPerZone(subnets []ec2types.Subnet) map[string]ec2types.Subnet {
-	out := map[string]ec2types.Subnet{}
-	for _, s := range subnets {
-		zone := aws.ToString(s.AvailabilityZone)
-		best, ok := out[zone]
-		if !ok || better(s, best) {
-			out[zone] = s
-		}
-	}
-	return out
-}
-
-func better(a, b ec2types.Subnet) bool {
-	ai, bi := aws.ToInt32(a.AvailableIpAddressCount), aws.ToInt32(b.AvailableIpAddressCount)
-	if ai != bi {
-		return ai > bi
-	}
-	return aws.ToString(a.SubnetId) < aws.ToString(b.SubnetId)
-}
-
 // Filters turns selector terms into the filter sets of the DescribeSubnets
 // calls to make, one set per call. All id terms share one call with a single
 // subnet-id filter (listed first); every other term is its own call with one

@@ -62,37 +62,6 @@ func TestFilters(t *testing.T) {
 	}
 }
 
-func TestPickPerZone(t *testing.T) {
-	sn := func(id, zone string, ips int32) ec2types.Subnet {
-		return ec2types.Subnet{SubnetId: aws.String(id), AvailabilityZone: aws.String(zone), AvailableIpAddressCount: aws.Int32(ips)}
-	}
-	cases := map[string]struct {
-		subnets []ec2types.Subnet
-		want    map[string]string
-	}{
-		"most free addresses per zone": {
-			subnets: []ec2types.Subnet{sn("subnet-a1", "a", 10), sn("subnet-a2", "a", 200), sn("subnet-b1", "b", 5)},
-			want:    map[string]string{"a": "subnet-a2", "b": "subnet-b1"},
-		},
-		"ties go to the lower id": {
-			subnets: []ec2types.Subnet{sn("subnet-2", "a", 10), sn("subnet-1", "a", 10)},
-			want:    map[string]string{"a": "subnet-1"},
-		},
-		"none": {want: map[string]string{}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := map[string]string{}
-			for zone, s := range PickPerZone(tc.subnets) {
-				got[zone] = aws.ToString(s.SubnetId)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("PickPerZone() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // localEC2 starts the local EC2 endpoint and returns it, an SDK client
 // talking to it and a counter of the requests it served.
 func localEC2(t *testing.T, clk *testclock.FakeClock) (*localec2.Service, *ec2.Client, *atomic.Int64) {
@@ -180,22 +149,6 @@ func TestProviderAgainstLocalEC2(t *testing.T) {
 		list(terms)
 		if got := requests.Load() - before; got != 1 {
 			t.Errorf("List after the TTL made %d requests, want 1", got)
-		}
-	})
-
-	t.Run("zonal choice", func(t *testing.T) {
-		zonal, err := p.ZonalSubnetsForLaunch(ctx, []v1.SubnetSelectorTerm{{Tags: map[string]string{"discovery": "*"}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]string{}
-		for zone, s := range zonal {
-			got[zone] = aws.ToString(s.SubnetId)
-		}
-		// The /24 has more free addresses than the /26 in us-east-1a.
-		want := map[string]string{"us-east-1a": ids[0], "us-east-1b": ids[2]}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("ZonalSubnetsForLaunch() mismatch (-want +got):\n%s", diff)
 		}
 	})
 }
