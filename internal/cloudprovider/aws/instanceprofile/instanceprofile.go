@@ -111,6 +111,17 @@ func (p *Provider) verify(ctx context.Context, name string) error {
 	return nil
 }
 
+// checkRole returns a RoleNotFoundError when IAM has no role of that name.
+func (p *Provider) checkRole(ctx context.Context, nodeClass *v1.EC2NodeClass, role string) error {
+	if _, err := p.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(role)}); err != nil {
+		if isNoSuchEntity(err) {
+			return &RoleNotFoundError{Role: nodeClass.Spec.Role}
+		}
+		return fmt.Errorf("getting role %s: %w", role, err)
+	}
+	return nil
+}
+
 // Ensure creates or repairs the owned profile of a class that names a role
 // and returns its name. The role may be given as a name, a path or an ARN;
 // only its last segment is used.
@@ -124,12 +135,18 @@ func (p *Provider) Ensure(ctx context.Context, nodeClass *v1.EC2NodeClass) (stri
 		return name, nil
 	}
 	logger := log.FromContext(ctx).WithValues("EC2NodeClass", klog.KObj(nodeClass), "instanceProfile", name)
-	// 1. Find or create the profile.
+	// 1. Find or create the profile; a profile is created only for a role
+	//    that exists, so a class naming a missing role leaves nothing behind.
 	profile, err := p.get(ctx, name)
 	if err != nil {
 		return "", err
 	}
+	roleChecked := false
 	if profile == nil {
+		if err := p.checkRole(ctx, nodeClass, role); err != nil {
+			return "", err
+		}
+		roleChecked = true
 		out, err := p.iam.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
 			InstanceProfileName: aws.String(name), Path: aws.String(p.Path(nodeClass)), Tags: p.Tags(nodeClass),
 		})
@@ -164,11 +181,10 @@ func (p *Provider) Ensure(ctx context.Context, nodeClass *v1.EC2NodeClass) (stri
 		p.remember(name + "/" + role)
 		return name, nil
 	}
-	if _, err := p.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(role)}); err != nil {
-		if isNoSuchEntity(err) {
-			return "", &RoleNotFoundError{Role: nodeClass.Spec.Role}
+	if !roleChecked {
+		if err := p.checkRole(ctx, nodeClass, role); err != nil {
+			return "", err
 		}
-		return "", fmt.Errorf("getting role %s: %w", role, err)
 	}
 	for _, r := range profile.Roles {
 		other := aws.ToString(r.RoleName)

@@ -93,17 +93,20 @@ func TestRoleLifecycle(t *testing.T) {
 	}
 }
 
-func TestCreatedButRoleMissingIsDeleted(t *testing.T) {
+// TestMissingRoleCreatesNoProfile: a class naming a role IAM does not have
+// gets RoleNotFoundError and leaves no instance profile behind, even while
+// the class lives on.
+func TestMissingRoleCreatesNoProfile(t *testing.T) {
 	svc, p, _ := newLocalIAM(t)
 	ctx := context.Background()
 	nc := nodeClass("Missing")
 	if _, err := p.Resolve(ctx, nc); !IsRoleNotFound(err) {
 		t.Fatalf("Resolve() error = %v, want RoleNotFoundError", err)
 	}
-	if got := len(svc.InstanceProfiles()); got != 1 {
-		t.Fatalf("%d profiles after a failed attach, want 1", got)
+	if got := svc.InstanceProfiles(); len(got) != 0 {
+		t.Fatalf("profiles after resolving a missing role: %v, want none", got)
 	}
-	// The user switches to an existing profile; the owned one is still found.
+	// The user switches to an existing profile; deleting finds nothing owned.
 	nc.Spec.Role, nc.Spec.InstanceProfile = "", aws.String("byo")
 	if err := p.Delete(ctx, nc); err != nil {
 		t.Fatal(err)
