@@ -67,8 +67,9 @@
 //
 // # Node bridge (NodeBridge, Config.Kubernetes)
 //
-// When an instance is running, its user data is read as the node's
-// bootstrap would (internal/localaws/bootstrap, with the family of the seeded
+// Config.BootDelay (default 0) after an instance entered running, by the
+// endpoint's clock (NodeBridge.Booting lists the instances still waiting),
+// its user data is read as the node's bootstrap would (internal/localaws/bootstrap, with the family of the seeded
 // AMI it launched from) and a Node is created as the kubelet registers it:
 // named by the instance's private DNS name, spec.providerID
 // aws:///<zone>/<instance-id>, the user data's labels and register-with-taints

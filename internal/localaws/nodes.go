@@ -39,14 +39,18 @@ var errRetry = errors.New("retry later")
 // a running instance whose user data boots becomes a kwok-managed Node, and
 // the Node is deleted when the instance stops or terminates. It follows the
 // EC2 service's instances (OnInstanceChange) and resyncs all of them on
-// start. Failed API calls are retried with exponential backoff (50ms to 10s).
+// start. A Node registers Config.BootDelay after its instance entered
+// running, by the endpoint's clock. Failed API calls are retried with
+// exponential backoff (50ms to 10s).
 type NodeBridge struct {
 	server *Server
 	kube   client.Client
 	log    logr.Logger
 	queue  workqueue.TypedRateLimitingInterface[string]
+	wg     sync.WaitGroup // boot-delay timers
 
 	mu       sync.Mutex
+	booting  map[string]bool // instance id -> a boot-delay timer is armed
 	failures []BootFailure
 	failed   map[string]bool
 	nodes    map[string]string // instance id -> node name, for vanished instances
@@ -67,7 +71,7 @@ func NewNodeBridge(s *Server, kube client.Client) *NodeBridge {
 		server: s, kube: kube, log: s.cfg.Logger.WithName("nodes"),
 		queue: workqueue.NewTypedRateLimitingQueue(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)),
-		failed: map[string]bool{}, nodes: map[string]string{},
+		failed: map[string]bool{}, nodes: map[string]string{}, booting: map[string]bool{},
 		catalogs: map[catalogKey]map[string]catalog.InstanceType{},
 	}
 }
@@ -83,9 +87,10 @@ func (b *NodeBridge) Run(ctx context.Context) {
 		<-ctx.Done()
 		b.queue.ShutDown()
 	}()
-	b.log.Info("node bridge started")
+	b.log.Info("node bridge started", "bootDelay", b.server.cfg.BootDelay)
 	for b.next(ctx) {
 	}
+	b.wg.Wait()
 	b.log.Info("node bridge stopped")
 }
 
@@ -137,9 +142,69 @@ func (b *NodeBridge) reconcile(ctx context.Context, id string) error {
 	case ec2.StatePending:
 		return nil
 	case ec2.StateRunning:
+		if wait := b.bootWait(inst); wait > 0 {
+			b.wakeAfter(ctx, id, wait)
+			return nil
+		}
 		return b.ensureNode(ctx, inst)
 	}
 	return b.deleteNode(ctx, inst.PrivateDNSName, id, "instance "+string(inst.State))
+}
+
+// bootWait is how long the running instance's boot still takes: the time
+// left until StateChangeTime + Config.BootDelay by the clock, 0 once due.
+func (b *NodeBridge) bootWait(inst ec2.Instance) time.Duration {
+	delay := b.server.cfg.BootDelay
+	if delay <= 0 {
+		return 0
+	}
+	return max(inst.StateChangeTime.Add(delay).Sub(b.server.cfg.Clock.Now()), 0)
+}
+
+// wakeAfter queues the instance again once d has passed by the endpoint's
+// clock (a fake clock in tests, which the workqueue's own delays would not
+// follow). One timer is armed per instance at a time.
+func (b *NodeBridge) wakeAfter(ctx context.Context, id string, d time.Duration) {
+	b.mu.Lock()
+	armed := b.booting[id]
+	b.booting[id] = true
+	b.mu.Unlock()
+	if armed {
+		return
+	}
+	timer := b.server.cfg.Clock.NewTimer(d)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+		case <-timer.C():
+			b.mu.Lock()
+			delete(b.booting, id)
+			b.mu.Unlock()
+			b.queue.Add(id)
+		}
+	}()
+}
+
+// Booting returns the running instances whose Node waits for
+// Config.BootDelay to pass, sorted.
+func (b *NodeBridge) Booting() []string {
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.booting))
+	for id := range b.booting {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	out := ids[:0]
+	for _, id := range ids {
+		if inst, ok := b.server.ec2.Instance(id); ok && inst.State == ec2.StateRunning {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // providerID is the Node spec.providerID of an instance.

@@ -76,6 +76,10 @@ type Config struct {
 	// Kubernetes, when set, starts the node bridge (see NodeBridge): running
 	// instances become kwok-managed Nodes in that cluster.
 	Kubernetes client.Client
+	// BootDelay is how long, by Clock, after an instance enters running its
+	// Node registers: the time its operating system and kubelet take to
+	// boot. 0 (the default) registers the Node as soon as the instance runs.
+	BootDelay time.Duration
 	// Logger receives structured logs (default logr.Discard()).
 	Logger logr.Logger
 }

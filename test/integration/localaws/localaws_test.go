@@ -51,13 +51,18 @@ type endpoint struct {
 // control plane.
 func startEndpoint(t *testing.T) *endpoint {
 	t.Helper()
+	return startEndpointWith(t, localaws.Config{})
+}
+
+// startEndpointWith is startEndpoint with cfg's other fields (BootDelay, ...).
+func startEndpointWith(t *testing.T, cfg localaws.Config) *endpoint {
+	t.Helper()
 	clk := testclock.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s, err := localaws.Start(ctx, localaws.Config{
-		ClusterName: cluster, ClusterEndpoint: testEnv.ControlPlane.RESTConfig.Host,
-		Clock: clk, Kubernetes: testEnv.Client,
-	})
+	cfg.ClusterName, cfg.ClusterEndpoint = cluster, testEnv.ControlPlane.RESTConfig.Host
+	cfg.Clock, cfg.Kubernetes = clk, testEnv.Client
+	s, err := localaws.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting the endpoint: %v", err)
 	}
@@ -66,11 +71,11 @@ func startEndpoint(t *testing.T) *endpoint {
 			t.Errorf("stopping the endpoint: %v", err)
 		}
 	})
-	cfg, err := s.AWSConfig(ctx)
+	awsCfg, err := s.AWSConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &endpoint{server: s, ec2: awsec2.NewFromConfig(cfg), clock: clk}
+	return &endpoint{server: s, ec2: awsec2.NewFromConfig(awsCfg), clock: clk}
 }
 
 // al2023UserData is a MIME document with a shell part and a NodeConfig, as
