@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -120,12 +119,13 @@ func (s *Settings) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ThrottlesMetric counts throttled AWS calls by error code; each is
-// retried with the SDK's backoff.
+// ThrottlesMetric counts AWS responses that were throttling errors, by error
+// code, including the last attempt's; all but the last are retried with the
+// SDK's backoff.
 func ThrottlesMetric() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dovetail_aws_api_throttles_total",
-		Help: "AWS API calls answered with a throttling error (and retried with backoff), by error code.",
+		Help: "AWS API responses that were throttling errors (retried with backoff until the attempts run out), by error code.",
 	}, []string{"code"})
 }
 
@@ -185,8 +185,11 @@ type countingRetryer struct {
 	throttles *prometheus.CounterVec
 }
 
-// RetryDelay counts a throttling error before the standard backoff.
-func (r *countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+// IsErrorRetryable counts a throttling error, then asks the standard
+// retryer. The SDK asks it of every failed attempt, the last one too, so
+// no throttle goes uncounted (RetryDelay is skipped on the last attempt and
+// when the retry quota is spent).
+func (r *countingRetryer) IsErrorRetryable(err error) bool {
 	if r.throttles != nil {
 		for _, t := range retry.DefaultThrottles {
 			if t.IsErrorThrottle(err) == aws.TrueTernary {
@@ -199,5 +202,5 @@ func (r *countingRetryer) RetryDelay(attempt int, err error) (time.Duration, err
 			}
 		}
 	}
-	return r.Retryer.RetryDelay(attempt, err)
+	return r.Retryer.IsErrorRetryable(err)
 }

@@ -92,8 +92,8 @@ func TestThrottlesAreRetriedAndCounted(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "RequestLimitExceeded" {
 		t.Fatalf("DescribeSubnets error = %v, want RequestLimitExceeded", err)
 	}
-	if got := testutil.ToFloat64(throttles.WithLabelValues("RequestLimitExceeded")); got != float64(s.MaxAttempts-1) {
-		t.Fatalf("throttles counted = %v, want %d (one per retry)", got, s.MaxAttempts-1)
+	if got := testutil.ToFloat64(throttles.WithLabelValues("RequestLimitExceeded")); got != float64(s.MaxAttempts) {
+		t.Fatalf("throttles counted = %v, want %d (one per attempt, the last one too)", got, s.MaxAttempts)
 	}
 }
 
