@@ -87,6 +87,8 @@
 // # Faults
 //
 // AddCapacityReservation (seeds a reservation), SetInsufficientCapacity,
+// SetFleetError (CreateFleet errors for account limits, unfulfillable
+// capacity and UnauthorizedOperation),
 // SetThrottle (per service, each with its own throttling error: EC2
 // RequestLimitExceeded, IAM Throttling, SSM, Pricing and EKS
 // ThrottlingException, SQS RequestThrottled), SetDescribeLag,

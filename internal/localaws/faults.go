@@ -25,6 +25,19 @@ func (s *Server) SetInsufficientCapacity(instanceType, zone, capacityType string
 	s.ec2.SetInsufficientCapacity(instanceType, zone, capacityType, on)
 }
 
+// SetFleetError makes CreateFleet report a capacity pool's overrides with an
+// error code in its errorSet, with EC2's message, instead of launching from
+// it: MaxSpotInstanceCountExceeded, VcpuLimitExceeded,
+// MaxFleetCountExceeded, UnfulfillableCapacity or UnauthorizedOperation
+// (see ec2.Service.SetFleetError); "" clears it. capacityType is "spot" or
+// "on-demand".
+func (s *Server) SetFleetError(instanceType, zone, capacityType, code string) error {
+	if err := s.ec2.SetFleetError(instanceType, zone, capacityType, code); err != nil {
+		return fmt.Errorf("setting a CreateFleet fault: %w", err)
+	}
+	return nil
+}
+
 // AddCapacityReservation seeds an On-Demand Capacity Reservation or a
 // Capacity Block in the account (see ec2.CapacityReservation for the
 // defaults). DescribeCapacityReservations lists it; CreateFleet launches

@@ -147,3 +147,19 @@ func TestInsufficientCapacityReachesCreateFleet(t *testing.T) {
 		t.Errorf("launch into a short pool: %q, %+v; want InsufficientInstanceCapacity", id, errs)
 	}
 }
+
+// TestFleetErrorReachesCreateFleet checks the fault delegates to EC2 and
+// refuses codes it does not model.
+func TestFleetErrorReachesCreateFleet(t *testing.T) {
+	s, cfg, _ := start(t, Config{})
+	if err := s.SetFleetError("m5.large", "us-east-1a", ec2.CapacityTypeSpot, "MaxSpotInstanceCountExceeded"); err != nil {
+		t.Fatal(err)
+	}
+	id, errs := launch(t, s, cfg, "m5.large", ec2types.DefaultTargetCapacityTypeSpot)
+	if id != "" || len(errs) != 1 || aws.ToString(errs[0].ErrorCode) != "MaxSpotInstanceCountExceeded" {
+		t.Errorf("launch into a pool at its spot limit: %q, %+v; want MaxSpotInstanceCountExceeded", id, errs)
+	}
+	if err := s.SetFleetError("m5.large", "us-east-1a", ec2.CapacityTypeSpot, "NoSuchCode"); err == nil {
+		t.Errorf("an unmodelled code was accepted")
+	}
+}

@@ -80,7 +80,10 @@
 //     SecurityGroups, Images, LaunchTemplates read the state back.
 //   - Observing: Instances, Instance, OnInstanceChange (called after every
 //     launch, state change and tag change, in order).
-//   - Faults: SetInsufficientCapacity, SetThrottle (a seeded fraction of
+//   - Faults: SetInsufficientCapacity, SetFleetError (CreateFleet reports a
+//     pool with MaxSpotInstanceCountExceeded, VcpuLimitExceeded,
+//     MaxFleetCountExceeded, UnfulfillableCapacity or UnauthorizedOperation
+//     in its errorSet), SetThrottle (a seeded fraction of
 //     requests fail with RequestLimitExceeded), SetDescribeLag (eventual
 //     consistency of DescribeInstances), StopInstance and TerminateInstance
 //     behind the client's back.

@@ -26,6 +26,47 @@ func (s *Service) SetInsufficientCapacity(instanceType, zone, capacityType strin
 	}
 }
 
+// fleetErrorMessages are the per-override error codes SetFleetError can make
+// CreateFleet report, each with the message EC2 sends with it: account
+// limits (MaxSpotInstanceCountExceeded, VcpuLimitExceeded,
+// MaxFleetCountExceeded), a request EC2 cannot fulfil
+// (UnfulfillableCapacity), and a launch the caller may not make
+// (UnauthorizedOperation, e.g. iam:PassRole on the instance profile).
+var fleetErrorMessages = map[string]string{
+	"MaxSpotInstanceCountExceeded": "Max spot instance count exceeded",
+	"VcpuLimitExceeded": "You have requested more vCPU capacity than your current vCPU limit of 32 allows for the instance bucket that the specified instance type belongs to. " +
+		"Please visit http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.",
+	"MaxFleetCountExceeded": "You have reached the maximum number of fleets for this account.",
+	"UnfulfillableCapacity": "Unable to fulfill capacity due to your request configuration. Please adjust your request and try again.",
+	"UnauthorizedOperation": "You are not authorized to perform this operation. Encoded authorization failure message: " +
+		"dovetail-local-endpoint-does-not-encode-authorization-failures",
+}
+
+// SetFleetError makes CreateFleet report a capacity pool's overrides with
+// code (MaxSpotInstanceCountExceeded, VcpuLimitExceeded,
+// MaxFleetCountExceeded, UnfulfillableCapacity or UnauthorizedOperation) and
+// EC2's message for it in its errorSet, as it reports
+// InsufficientInstanceCapacity, instead of launching from the pool; ""
+// clears it. capacityType is CapacityTypeSpot or CapacityTypeOnDemand. The
+// pool's code takes precedence over SetInsufficientCapacity.
+func (s *Service) SetFleetError(instanceType, zone, capacityType, code string) error {
+	if _, ok := fleetErrorMessages[code]; !ok && code != "" {
+		return fmt.Errorf("setting CreateFleet error %q for %s in %s (%s): not one of the codes modelled", code, instanceType, zone, capacityType)
+	}
+	if capacityType != CapacityTypeSpot && capacityType != CapacityTypeOnDemand {
+		return fmt.Errorf("setting CreateFleet error %q for %s in %s: capacity type %q is neither %s nor %s", code, instanceType, zone, capacityType, CapacityTypeSpot, CapacityTypeOnDemand)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := offeringKey{instanceType, zone, capacityType}
+	if code == "" {
+		delete(s.st.fleetErrors, k)
+	} else {
+		s.st.fleetErrors[k] = code
+	}
+	return nil
+}
+
 // SetThrottle makes that fraction of requests (0 to 1) fail with
 // RequestLimitExceeded (HTTP 503) before they are served. Which requests
 // fail is drawn from a source seeded by Config.Seed.

@@ -310,6 +310,9 @@ func (s *Service) unavailableLocked(c *override, capacityType string) (string, s
 	if !c.priced {
 		return "Unsupported", fmt.Sprintf("The requested configuration is currently not supported. Instance type %s is not offered in %s.", c.typ, c.zone)
 	}
+	if code, ok := s.st.fleetErrors[offeringKey{c.typ, c.zone, capacityType}]; ok {
+		return code, fleetErrorMessages[code]
+	}
 	if s.st.ice[offeringKey{c.typ, c.zone, capacityType}] {
 		if capacityType == CapacityTypeSpot {
 			return "InsufficientInstanceCapacity", "There is no Spot capacity available that matches your request."

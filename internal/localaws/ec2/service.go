@@ -102,6 +102,7 @@ type state struct {
 	spotPrices map[string]map[string]float64
 
 	ice          map[offeringKey]bool
+	fleetErrors  map[offeringKey]string // error code CreateFleet reports
 	reservations []*CapacityReservation
 	throttleRate float64
 	describeLag  time.Duration
@@ -154,11 +155,12 @@ func New(cfg Config) *Service {
 		cfg: cfg,
 		clk: cfg.Clock,
 		st: state{
-			ids:        rand.New(rand.NewPCG(cfg.Seed, 0x1d5)),
-			throttle:   rand.New(rand.NewPCG(cfg.Seed, 0x7e1)),
-			byID:       map[string]*instance{},
-			spotPrices: map[string]map[string]float64{},
-			ice:        map[offeringKey]bool{},
+			ids:         rand.New(rand.NewPCG(cfg.Seed, 0x1d5)),
+			throttle:    rand.New(rand.NewPCG(cfg.Seed, 0x7e1)),
+			byID:        map[string]*instance{},
+			spotPrices:  map[string]map[string]float64{},
+			ice:         map[offeringKey]bool{},
+			fleetErrors: map[offeringKey]string{},
 		},
 	}
 }
