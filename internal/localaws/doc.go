@@ -29,9 +29,12 @@
 //     DescribeSpotPriceHistory, CreateLaunchTemplate,
 //     DescribeLaunchTemplates, DeleteLaunchTemplate, CreateFleet (instant),
 //     DescribeInstances, TerminateInstances, CreateTags,
-//     DescribeCapacityReservations (counts enforced by CreateFleet);
-//     filters, paging,
-//     DryRun; instance lifecycle pending -> running -> shutting-down ->
+//     DescribeCapacityReservations over the On-Demand Capacity Reservations
+//     and Capacity Blocks seeded with AddCapacityReservation (counts
+//     enforced by CreateFleet, which launches into a reservation through a
+//     launch template that targets it, DefaultTargetCapacityType
+//     capacity-block included); filters, paging, DryRun (answered before
+//     the action's parameters are checked); instance lifecycle pending -> running -> shutting-down ->
 //     terminated (and stopping -> stopped) on the endpoint's clock
 //     (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-lifecycle.html);
 //     terminated instances described for an hour.
@@ -67,10 +70,12 @@
 //
 // # Node bridge (NodeBridge, Config.Kubernetes)
 //
-// Config.BootDelay (default 0) after an instance entered running, by the
-// endpoint's clock (NodeBridge.Booting lists the instances still waiting),
-// its user data is read as the node's bootstrap would (internal/localaws/bootstrap, with the family of the seeded
-// AMI it launched from) and a Node is created as the kubelet registers it:
+// No Node exists while an instance is pending. Config.BootDelay (default 0)
+// after the instance entered running, by the endpoint's clock
+// (NodeBridge.Booting lists the instances still waiting), its user data is
+// read as the node's bootstrap would (internal/localaws/bootstrap, with the
+// family of the seeded AMI it launched from) and a Node is created as the
+// kubelet registers it:
 // named by the instance's private DNS name, spec.providerID
 // aws:///<zone>/<instance-id>, the user data's labels and register-with-taints
 // plus kubernetes.io/hostname, arch and os, node.kubernetes.io/instance-type,
@@ -81,15 +86,16 @@
 // User data that does not parse, or names another cluster or (when
 // Config.ClusterEndpoint is set) another API server, makes no Node: the
 // failure is logged and listed by Server.BootFailures. The Node is deleted
-// when the instance is stopping, stopped, shutting down or terminated.
+// as soon as the instance is stopping, stopped, shutting down or terminated
+// (an instance that leaves running during its BootDelay never registers).
 // API errors are retried with exponential backoff.
 //
 // # Faults
 //
-// AddCapacityReservation (seeds a reservation), SetInsufficientCapacity,
-// SetFleetError (CreateFleet errors for account limits, unfulfillable
-// capacity and UnauthorizedOperation),
-// SetThrottle (per service, each with its own throttling error: EC2
+// AddCapacityReservation (seeds a reservation or Capacity Block),
+// SetInsufficientCapacity, SetFleetError (CreateFleet errors for account
+// limits, unfulfillable capacity and UnauthorizedOperation), SetThrottle
+// (per service, each with its own throttling error: EC2
 // RequestLimitExceeded, IAM Throttling, SSM, Pricing and EKS
 // ThrottlingException, SQS RequestThrottled), SetDescribeLag,
 // StopInstance and TerminateInstance (behind the client's back), and
@@ -104,21 +110,24 @@
 //
 // # Not modelled
 //
-// Signature verification and IAM authorisation; any operation not listed
-// above (RunInstances, launch template versions, fleets of type
-// request/maintain, capacity reservations and blocks, placement groups,
-// DescribeAvailabilityZones, IPv6, public IPs, EBS volumes; IAM role
-// creation and policies; SSM writes over the wire, SecureString, labels;
-// other Price List services, reserved and spot terms; FIFO SQS queues, batch
-// operations, message attributes; every EKS operation but DescribeCluster);
-// spot prices that change over time; account limits and the services' real
-// request rates (throttling is a set fraction of requests); idempotency by ClientToken; eventual consistency beyond
-// DescribeInstances' lag; EventBridge rules (events are put straight on the
-// queue, and only when a fault method is called: EC2 state changes do not
-// emit state-change notifications by themselves); the kubelet itself (kwok
-// plays it: conditions, heartbeats), including kubelet-reported resources
-// such as GPUs beyond the catalog's; and the cloud node lifecycle
-// controller's shutdown taint (a real cluster taints the Node of a stopped
-// instance, node.cloudprovider.kubernetes.io/shutdown, and deletes it only
-// once the instance is terminated; the bridge deletes it on stop).
+// Signature verification and IAM authorisation (UnauthorizedOperation only
+// through SetFleetError); any operation not listed above (RunInstances,
+// launch template versions, fleets of type request/maintain, creating,
+// modifying or purchasing capacity reservations and blocks over the wire,
+// placement groups, DescribeAvailabilityZones, IPv6, public IPs, EBS
+// volumes; IAM role creation and policies; SSM writes over the wire,
+// SecureString, labels; other Price List services, reserved and spot terms;
+// FIFO SQS queues, batch operations, message attributes; every EKS operation
+// but DescribeCluster); spot prices that change over time; account limits
+// (CreateFleet reports them only through SetFleetError) and the services'
+// real request rates (throttling is a set fraction of requests); idempotency
+// by ClientToken; eventual consistency beyond DescribeInstances' lag;
+// EventBridge rules (events are put straight on the queue, and only when a
+// fault method is called: EC2 state changes do not emit state-change
+// notifications by themselves); the kubelet itself (kwok plays it:
+// conditions, heartbeats), including kubelet-reported resources such as GPUs
+// beyond the catalog's; and the cloud node lifecycle controller's shutdown
+// taint (a real cluster taints the Node of a stopped instance,
+// node.cloudprovider.kubernetes.io/shutdown, and deletes it only once the
+// instance is terminated; the bridge deletes it on stop).
 package localaws

@@ -47,8 +47,12 @@
 //     starts shutting down.
 //
 // Every other Action answers InvalidAction. DryRun=true answers
-// DryRunOperation for every action. Describe calls validate MaxResults
-// against the documented range and page with opaque NextTokens
+// DryRunOperation (HTTP 412) for every action once the request is
+// authenticated, not throttled and names a known action, before any of the
+// action's own parameters is read: a dry run with a missing required
+// parameter or an out-of-range MaxResults still answers DryRunOperation, and
+// a dry run changes nothing. Describe calls validate MaxResults against the
+// documented range and page with opaque NextTokens
 // (InvalidNextToken for a bad one); Filter.N supports the names listed next
 // to each operation plus tag:KEY, tag-key and tag-value, with * and ?
 // wildcards; an unknown filter name is InvalidParameterValue.
@@ -75,28 +79,36 @@
 //
 // # Go API for the composition layer
 //
-//   - Seeding: AddVPC, AddSubnet, AddSecurityGroup, AddImage; PublishImage
-//     and DeprecateImage at run time (drift tests); VPCs, Subnets,
-//     SecurityGroups, Images, LaunchTemplates read the state back.
+//   - Seeding: AddVPC, AddSubnet, AddSecurityGroup, AddImage,
+//     AddCapacityReservation (On-Demand Capacity Reservations and Capacity
+//     Blocks); PublishImage and DeprecateImage at run time (drift tests);
+//     VPCs, Subnets, SecurityGroups, Images, LaunchTemplates,
+//     CapacityReservations read the state back.
 //   - Observing: Instances, Instance, OnInstanceChange (called after every
 //     launch, state change and tag change, in order).
-//   - Faults: SetInsufficientCapacity, SetFleetError (CreateFleet reports a
-//     pool with MaxSpotInstanceCountExceeded, VcpuLimitExceeded,
-//     MaxFleetCountExceeded, UnfulfillableCapacity or UnauthorizedOperation
-//     in its errorSet), SetThrottle (a seeded fraction of
-//     requests fail with RequestLimitExceeded), SetDescribeLag (eventual
-//     consistency of DescribeInstances), StopInstance and TerminateInstance
-//     behind the client's back.
-//   - Clients: awsclient.BufferRequestBodies (internal/awsclient) wraps the transport of SDK clients that
-//     talk to a local endpoint (see its comment: smithy-go closes request
-//     bodies early, which breaks large responses from a fast server).
+//   - Faults: AddCapacityReservation and SetCapacityReservationAvailable
+//     (another client taking a reservation's slots), SetInsufficientCapacity,
+//     SetFleetError (CreateFleet reports a pool with
+//     MaxSpotInstanceCountExceeded, VcpuLimitExceeded, MaxFleetCountExceeded,
+//     UnfulfillableCapacity or UnauthorizedOperation in its errorSet),
+//     SetThrottle (a seeded fraction of requests fail with
+//     RequestLimitExceeded), SetDescribeLag (eventual consistency of
+//     DescribeInstances), StopInstance and TerminateInstance behind the
+//     client's back.
+//   - Clients: awsclient.BufferRequestBodies (internal/awsclient) wraps the
+//     transport of SDK clients that talk to a local endpoint (see its
+//     comment: smithy-go closes request bodies early, which breaks large
+//     responses from a fast server).
 //
 // # Not modelled
 //
 // RunInstances, launch template versions, fleets of type request/maintain,
-// capacity reservations and capacity blocks, placement groups, instance
-// status checks, DescribeAvailabilityZones, security group rules, IPv6,
-// public IPs, EBS volumes, spot price changes over time, per-account limits
-// (vCPU, spot instance count), IAM authorisation, and idempotency by
-// ClientToken.
+// capacity reservation operations other than DescribeCapacityReservations
+// (Create/Modify/Cancel over the wire, purchasing Capacity Blocks; blocks
+// are seeded and end by their EndDate), placement groups, instance status
+// checks, DescribeAvailabilityZones, security group rules, IPv6, public
+// IPs, EBS volumes, spot price changes over time, per-account limits (vCPU,
+// spot instance count: SetFleetError reports them only when told), IAM
+// authorisation (UnauthorizedOperation only through SetFleetError), and
+// idempotency by ClientToken.
 package ec2
