@@ -82,8 +82,9 @@ func TestLoadMatchesDocumentedData(t *testing.T) {
 				t.Errorf("%s: allocatable %s = %s, want its capacity %s", it.Name, name, show(a), show(q))
 			}
 		}
-		// Labels: the documented ones plus the region.
-		wantLabels := map[string]string{corev1.LabelTopologyRegion: "us-east-1"}
+		// Labels: the documented ones plus the region and the tenancy (a
+		// requirement Karpenter's instance-type page does not list per type).
+		wantLabels := map[string]string{corev1.LabelTopologyRegion: "us-east-1", LabelInstanceTenancy: TenancyDefault}
 		for k, v := range doc.Labels {
 			wantLabels[k] = v
 		}

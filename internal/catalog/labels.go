@@ -35,7 +35,13 @@ const (
 	LabelInstanceAcceleratorName              = "karpenter.k8s.aws/instance-accelerator-name"
 	LabelInstanceAcceleratorManufacturer      = "karpenter.k8s.aws/instance-accelerator-manufacturer"
 	LabelInstanceAcceleratorCount             = "karpenter.k8s.aws/instance-accelerator-count"
+	LabelInstanceTenancy                      = "karpenter.k8s.aws/instance-tenancy"
 )
+
+// TenancyDefault is the instance-tenancy of every type: Dovetail launches on
+// shared hardware only, so a requirement for dedicated tenancy matches no
+// type (and says so) instead of being ignored.
+const TenancyDefault = "default"
 
 // WellKnownLabels returns, sorted, every label key the catalog may set on an
 // instance type, plus topology.kubernetes.io/zone and karpenter.sh/capacity-type,
@@ -73,6 +79,7 @@ func WellKnownLabels() []string {
 		LabelInstanceAcceleratorName,
 		LabelInstanceAcceleratorManufacturer,
 		LabelInstanceAcceleratorCount,
+		LabelInstanceTenancy,
 	}
 	slices.Sort(keys)
 	return keys
@@ -99,6 +106,7 @@ func staticLabels(t *schema.InstanceType) []label {
 		{LabelInstanceCPUManufacturer, t.CPUManufacturer},
 		{LabelInstanceCPUSustainedClockSpeedMhz, itoa(t.CPUSustainedClockSpeedMhz)},
 		{LabelInstanceMemory, itoa(t.MemoryMiB)},
+		{LabelInstanceTenancy, TenancyDefault},
 	}
 	if v := t.LocalNVMeGB; v != nil {
 		ls = append(ls, label{LabelInstanceLocalNVMe, itoa(*v)})

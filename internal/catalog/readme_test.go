@@ -171,6 +171,7 @@ func TestAllLabelsOfM5Large(t *testing.T) {
 		"karpenter.k8s.aws/instance-memory":                          "8192",
 		"karpenter.k8s.aws/instance-network-bandwidth":               "750",
 		"karpenter.k8s.aws/instance-ebs-bandwidth":                   "4750",
+		"karpenter.k8s.aws/instance-tenancy":                         "default",
 	}
 	if diff := cmp.Diff(want, mustLoad(t, DefaultOptions())["m5.large"].Labels); diff != "" {
 		t.Errorf("m5.large labels (-want +got):\n%s", diff)

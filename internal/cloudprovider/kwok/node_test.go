@@ -62,6 +62,7 @@ func TestNewNode(t *testing.T) {
 		"karpenter.k8s.aws/instance-capability-flex":                 "false",
 		"karpenter.k8s.aws/instance-network-bandwidth":               "750",
 		"karpenter.k8s.aws/instance-ebs-bandwidth":                   "4750",
+		"karpenter.k8s.aws/instance-tenancy":                         "default",
 	}
 	if diff := cmp.Diff(wantLabels, node.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
