@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -30,7 +32,8 @@ type UpOptions struct {
 	KubeconfigOut string
 	// NoController starts only the control plane and the CRDs.
 	NoController bool
-	// NoDefaults skips the default KWOKNodeClass and NodePool.
+	// NoDefaults skips the default NodeClass (EC2NodeClass with --cloud aws,
+	// KWOKNodeClass with --cloud kwok) and NodePool.
 	NoDefaults bool
 	// MetricsPort serves the controller's metrics; zero disables them.
 	MetricsPort int
@@ -82,7 +85,7 @@ bin/.`,
 	cmd.Flags().IntVar(&o.APIServerPort, "apiserver-port", 0, "kube-apiserver port on 127.0.0.1 (default: a free port)")
 	cmd.Flags().StringVar(&o.KubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig to this path")
 	cmd.Flags().BoolVar(&o.NoController, "no-controller", false, "start only the control plane and the CRDs")
-	cmd.Flags().BoolVar(&o.NoDefaults, "no-default-nodepool", false, "do not create the default KWOKNodeClass and NodePool")
+	cmd.Flags().BoolVar(&o.NoDefaults, "no-default-nodepool", false, "do not create the default NodeClass (EC2NodeClass with --cloud aws, KWOKNodeClass with --cloud kwok) and NodePool")
 	cmd.Flags().IntVar(&o.MetricsPort, "metrics-port", 0, "serve the controller's Prometheus metrics on this port (0: off)")
 	cmd.Flags().StringVar(&o.LogLevel, "log-level", "info", "controller log level: debug, info or error")
 	cmd.Flags().StringVar(&o.Cloud, "cloud", CloudAWS, "cloud provider: aws (a local AWS endpoint whose instances become kwok Nodes; default EC2NodeClass and NodePool) or kwok (KWOKNodeClass)")
@@ -189,13 +192,51 @@ func (o *UpOptions) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	fmt.Fprintf(o.Streams.Out, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n", kubeconfig, binDir)
+	info := upInfo{Kubeconfig: kubeconfig, BinDir: binDir, LogDir: cp.LogDir}
 	if cluster.AWS != nil {
-		fmt.Fprintf(o.Streams.Out, "\nThe local AWS endpoint (region %s, cluster %s) answers the AWS CLI too:\n\n  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s\n  aws --endpoint-url %s ec2 describe-instances\n",
-			cluster.AWS.Region(), cluster.AWS.ClusterName(), localaws.AccessKeyID, localaws.SecretAccessKey, cluster.AWS.Region(), cluster.AWS.URL())
+		info.AWS = &upAWSInfo{URL: cluster.AWS.URL(), Region: cluster.AWS.Region(), ClusterName: cluster.AWS.ClusterName()}
 	}
-	fmt.Fprintf(o.Streams.Out, "\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", cp.LogDir)
+	if err := printUp(o.Streams.Out, info); err != nil {
+		return err
+	}
 	return waitUntilDone(ctx, cp, controller)
+}
+
+// upInfo is what `dovetail up` tells its user once the cluster is up.
+type upInfo struct {
+	// Kubeconfig is the admin kubeconfig to export.
+	Kubeconfig string
+	// BinDir holds kubectl.
+	BinDir string
+	// LogDir holds the components' logs.
+	LogDir string
+	// AWS describes the local AWS endpoint; nil with --cloud kwok.
+	AWS *upAWSInfo
+}
+
+// upAWSInfo is the local AWS endpoint as the AWS CLI reaches it.
+type upAWSInfo struct {
+	// URL is the endpoint's base URL, for --endpoint-url.
+	URL string
+	// Region and ClusterName are the account's region and EKS cluster.
+	Region, ClusterName string
+}
+
+// printUp writes the KUBECONFIG and PATH lines to use the cluster, and with
+// the AWS endpoint its URL and the fixed local credentials
+// (localaws.AccessKeyID, localaws.SecretAccessKey) for the AWS CLI.
+func printUp(w io.Writer, info upInfo) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dovetail's local cluster is up. In another terminal:\n\n  export KUBECONFIG=%s\n  export PATH=%s:$PATH   # kubectl\n  kubectl get nodepools,nodeclaims,nodes -o wide\n", info.Kubeconfig, info.BinDir)
+	if a := info.AWS; a != nil {
+		fmt.Fprintf(&b, "\nThe local AWS endpoint (region %s, cluster %s) answers the AWS CLI too:\n\n  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=%s\n  aws --endpoint-url %s ec2 describe-instances\n",
+			a.Region, a.ClusterName, localaws.AccessKeyID, localaws.SecretAccessKey, a.Region, a.URL)
+	}
+	fmt.Fprintf(&b, "\nComponent logs are in %s. Press Ctrl-C to stop and clean up.\n", info.LogDir)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("printing how to reach the local cluster: %w", err)
+	}
+	return nil
 }
 
 // waitUntilDone blocks until ctx ends (nil), or a component or the
