@@ -73,7 +73,8 @@ func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 }
 
 // GetInstanceTypes returns the instance types of the NodePool's
-// EC2NodeClass. A class that does not exist has none.
+// EC2NodeClass that one of the class's resolved AMIs suits (the others
+// could not launch). A class that does not exist or is not Ready has none.
 func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
 	ref := nodePool.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
@@ -90,7 +91,7 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
 	}
-	return its, nil
+	return launchtemplate.SuitedToAMIs(nc.Status.AMIs, its), nil
 }
 
 // Get returns the claim of the instance with the given provider ID.

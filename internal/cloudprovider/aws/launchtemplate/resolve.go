@@ -151,6 +151,28 @@ func amiFor(amis []awsv1.AMI, it *cloudprovider.InstanceType) (awsv1.AMI, bool) 
 	return awsv1.AMI{}, false
 }
 
+// SuitedToAMIs returns, in order, the types that some AMI of the list suits
+// (its requirements: architecture, GPU or accelerator variant, Windows
+// build), the only ones a launch can use. The provider offers no other to
+// the scheduler, so a pod that needs, say, arm64 on a class that resolves
+// only x86_64 images is reported unschedulable instead of getting claims
+// that fail at launch, again and again.
+func SuitedToAMIs(amis []awsv1.AMI, its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	parsed := make([]requirements.Requirements, 0, len(amis))
+	for _, ami := range amis {
+		if reqs, err := requirements.FromNodeSelectorRequirements(ami.Requirements...); err == nil {
+			parsed = append(parsed, reqs)
+		}
+	}
+	out := make([]*cloudprovider.InstanceType, 0, len(its))
+	for _, it := range its {
+		if slices.ContainsFunc(parsed, func(reqs requirements.Requirements) bool { return it.Requirements.Intersects(reqs) == nil }) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // podsOf is the kubelet's max pods for the type: the class's maxPods, else
 // the type's pods capacity.
 func podsOf(nc *awsv1.EC2NodeClass, it *cloudprovider.InstanceType) int32 {

@@ -222,3 +222,34 @@ func TestBottlerocketBlockDevicesAndCustom(t *testing.T) {
 		t.Errorf("custom family got default block devices %v", got)
 	}
 }
+
+// TestSuitedToAMIs: only the types some resolved AMI suits are offered, in
+// their order; a class with x86_64 images only offers no Graviton type, and
+// one without its GPU image offers no GPU type.
+func TestSuitedToAMIs(t *testing.T) {
+	all := types(t, "m6g.large", "m5.large", "g5.xlarge", "c7g.xlarge", "c5.large")
+	amis := nodeClass().Status.AMIs // nvidia amd64, amd64, arm64
+	names := func(its []*cloudprovider.InstanceType) []string {
+		out := []string{}
+		for _, it := range its {
+			out = append(out, it.Name)
+		}
+		return out
+	}
+	cases := map[string]struct {
+		amis []awsv1.AMI
+		want []string
+	}{
+		"every variant":      {amis: amis, want: []string{"m6g.large", "m5.large", "g5.xlarge", "c7g.xlarge", "c5.large"}},
+		"amd64 without GPUs": {amis: amis[1:2], want: []string{"m5.large", "c5.large"}},
+		"arm64 only":         {amis: amis[2:], want: []string{"m6g.large", "c7g.xlarge"}},
+		"no AMIs":            {want: []string{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, names(SuitedToAMIs(tc.amis, all))); diff != "" {
+				t.Errorf("SuitedToAMIs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
