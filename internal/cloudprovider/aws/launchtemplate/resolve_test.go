@@ -253,3 +253,17 @@ func TestSuitedToAMIs(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSuitedToAMIs filters the whole catalog by the three AMIs of an
+// al2023@latest class (standard and NVIDIA amd64, standard arm64).
+func BenchmarkSuitedToAMIs(b *testing.B) {
+	its, err := catalog.Load(catalog.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := ec2types.FromCatalog(its)
+	amis := nodeClass().Status.AMIs
+	for b.Loop() {
+		SuitedToAMIs(amis, all)
+	}
+}
