@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,11 @@ type Cluster struct {
 	EndpointURL string
 
 	opts Options
+	// workDir holds the controller binary BeginProcess builds once.
+	workDir    string
+	binaryOnce sync.Once
+	binary     string
+	binaryErr  error
 }
 
 // Run starts the control plane with the local AWS endpoint and its
@@ -67,11 +73,15 @@ func Run(m *testing.M, opts Options, out **Cluster) int {
 	}
 	c := &Cluster{Cluster: lc, opts: opts}
 	c.Clientset, err = kubernetes.NewForConfig(lc.ControlPlane.RESTConfig)
+	if err == nil {
+		c.workDir, err = os.MkdirTemp("", "awse2e-")
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating a clientset: %v\n", err)
+		fmt.Fprintf(os.Stderr, "creating a clientset and a work directory: %v\n", err)
 		_ = lc.Stop()
 		return 1
 	}
+	defer os.RemoveAll(c.workDir)
 	c.Calls = NewCallCounter(lc.AWS)
 	front := httptest.NewServer(c.Calls)
 	c.EndpointURL = front.URL

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,22 +19,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/localaws"
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // Suite is what one test runs and cleans up: its controller, namespaces,
 // NodePools and EC2NodeClasses.
 type Suite struct {
-	t          testing.TB
-	cluster    *Cluster
-	mu         sync.Mutex
+	t       testing.TB
+	cluster *Cluster
+	mu      sync.Mutex
+	// controller runs in-process (Begin), process as its own (BeginProcess);
+	// at most one of them is set.
 	controller *localcluster.Controller
+	process    *controllerprocess.Process
+	// processLog is the file the process controllers append to; "" for
+	// in-process ones.
+	processLog string
 	metrics    int
 	pools      []string
 	classes    []string
@@ -84,6 +96,77 @@ func (c *Cluster) Begin(t testing.TB, configure ...func(*operator.Options)) *Sui
 	return s
 }
 
+// BeginProcess is Begin with the controller run as its own process, the
+// `dovetail controller --cloud-provider aws` binary of this checkout (built
+// once per package), configured as Begin configures the in-process one, so
+// that the test can SIGKILL it (KillController) as the OOM killer or a lost
+// node would. Its log is kept in a file and printed as Begin prints it.
+func (c *Cluster) BeginProcess(t testing.TB) *Suite {
+	t.Helper()
+	bin, err := c.controllerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the cleanups below, so that the log is still there for them.
+	logPath := filepath.Join(t.TempDir(), "controller.log")
+	s := &Suite{t: t, cluster: c, processLog: logPath, logs: &failureLog{}}
+	t.Cleanup(func() {
+		if t.Failed() || c.opts.LogOnSuccess {
+			data, _ := os.ReadFile(logPath)
+			t.Logf("controller process log (last %d bytes):\n%s", MaxLog, data[max(0, len(data)-MaxLog):])
+		}
+	})
+	s.process = s.runProcess(bin)
+	t.Cleanup(s.teardown)
+	return s
+}
+
+// controllerBinary builds the dovetail binary once for the package.
+func (c *Cluster) controllerBinary() (string, error) {
+	c.binaryOnce.Do(func() {
+		c.binary, c.binaryErr = controllerprocess.BuildBinary(c.workDir)
+	})
+	return c.binary, c.binaryErr
+}
+
+// runProcess starts a controller process with the flags run gives the
+// in-process one, talking to the endpoint through the counting front.
+func (s *Suite) runProcess(bin string) *controllerprocess.Process {
+	s.t.Helper()
+	port := freePort(s.t)
+	settings := s.cluster.AWSSettings()
+	args := []string{
+		"controller", "--cloud-provider=aws",
+		"--kubeconfig=" + s.cluster.ControlPlane.KubeconfigPath,
+		"--cluster-name=" + settings.ClusterName,
+		"--aws-region=" + settings.Region,
+		"--aws-endpoint-url=" + s.cluster.EndpointURL,
+		"--interruption-queue=" + settings.InterruptionQueue,
+		"--leader-elect=false", "--disable-webhook",
+		"--metrics-port=" + strconv.Itoa(port), "--health-probe-port=0",
+		"--log-format=console",
+		"--batch-idle-duration=500ms", "--batch-max-duration=3s", "--disruption-validation-delay=1s",
+	}
+	environ := []string{
+		"HOME=" + s.t.TempDir(), "PATH=" + os.Getenv("PATH"),
+		"AWS_ACCESS_KEY_ID=" + localaws.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + localaws.SecretAccessKey,
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+	f, err := os.OpenFile(s.processLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "=== %s %s\n", clock.RealClock{}.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+		_ = f.Close()
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	p := controllerprocess.StartEnv(s.t, bin, environ, s.processLog, args...)
+	s.mu.Lock()
+	s.metrics = port
+	s.mu.Unlock()
+	return p
+}
+
 // run starts a controller (fast batching, metrics on a free port).
 func (s *Suite) run() *localcluster.Controller {
 	s.t.Helper()
@@ -112,12 +195,17 @@ func (s *Suite) run() *localcluster.Controller {
 	return controller
 }
 
-// StopController stops the running controller (none runs afterwards).
+// StopController stops the running controller (none runs afterwards): an
+// in-process one is cancelled, a process gets SIGTERM (and SIGKILL if it
+// has not exited controllerprocess.StopGrace later, which fails the test).
 func (s *Suite) StopController() {
 	s.mu.Lock()
-	c := s.controller
-	s.controller = nil
+	c, p := s.controller, s.process
+	s.controller, s.process = nil, nil
 	s.mu.Unlock()
+	if p != nil && p.Stop().Killed {
+		s.t.Errorf("the controller process did not stop within %v of SIGTERM", controllerprocess.StopGrace)
+	}
 	if c == nil {
 		return
 	}
@@ -126,12 +214,46 @@ func (s *Suite) StopController() {
 	}
 }
 
-// StartController starts a new controller after StopController.
+// KillController SIGKILLs the controller process of a BeginProcess suite
+// and waits until it is gone (none runs afterwards): no graceful shutdown,
+// whatever it was doing is cut off.
+func (s *Suite) KillController() {
+	s.t.Helper()
+	s.mu.Lock()
+	p := s.process
+	s.process = nil
+	s.mu.Unlock()
+	if p == nil {
+		s.t.Fatal("KillController: no controller process runs (the suite was not begun with BeginProcess, or it was stopped)")
+	}
+	p.Kill(s.t)
+}
+
+// StartController starts a new controller, of the suite's kind, after
+// StopController or KillController.
 func (s *Suite) StartController() {
+	if s.processLog != "" {
+		bin, err := s.cluster.controllerBinary()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		p := s.runProcess(bin)
+		s.mu.Lock()
+		s.process = p
+		s.mu.Unlock()
+		return
+	}
 	c := s.run()
 	s.mu.Lock()
 	s.controller = c
 	s.mu.Unlock()
+}
+
+// running reports whether a controller runs.
+func (s *Suite) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.controller != nil || s.process != nil
 }
 
 // stop stops a controller; one that hangs dumps the goroutines while it still hangs.
@@ -187,7 +309,7 @@ func (s *Suite) teardown() {
 	c := s.cluster
 	ctx := context.Background()
 	defer s.StopController()
-	if s.controller == nil {
+	if !s.running() {
 		// A test that stopped its controller and failed before starting a new
 		// one still needs one to drain and finalize what it launched.
 		s.StartController()
