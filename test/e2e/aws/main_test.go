@@ -6,7 +6,7 @@
 // pending pods get EC2 nodes that honour their constraints, capacity
 // shortages fall back to the next offering, a new AMI drifts nodes within
 // the disruption budget, instances that die are replaced, a controller
-// stopped mid-launch leaks nothing, and bad classes launch nothing.
+// killed mid-launch leaks nothing, and bad classes launch nothing.
 //
 // One cluster and one endpoint serve the whole package (TestMain); each
 // test runs its own controller on its own NodePool and cleans up after

@@ -3,6 +3,8 @@ package aws_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/awse2e"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
 )
 
 // TestInstanceTerminatedBehindTheBack: an instance EC2 terminates on its
@@ -62,42 +65,91 @@ func TestInstanceTerminatedBehindTheBack(t *testing.T) {
 	}
 }
 
-// TestControllerStoppedMidLaunchLeaksNothing: the controller is stopped as
-// soon as the first NodeClaim appears, before it is launched or registered,
-// and a new one is started; in the end the pods run and every live
-// instance of the pool has exactly one NodeClaim naming it, and every
-// NodeClaim has its instance.
-func TestControllerStoppedMidLaunchLeaksNothing(t *testing.T) {
-	s := cluster.Begin(t)
+// TestControllerKilledMidLaunchLeaksNothing: the controller process is
+// SIGKILLed in the dangerous window of a launch: EC2 has served its
+// CreateFleet (the instance exists, tagged with the NodeClaim's name) but
+// the answer is held back in the endpoint's front, so the claim records no
+// instance. A new process must adopt that instance for the claim rather
+// than launch a second one, and the garbage collector must not take it for
+// an orphan: in the end the pod runs, exactly the instances that back
+// NodeClaims are live (none leaked, none second for the claim), every
+// NodeClaim has its instance, and CreateFleet was called once.
+func TestControllerKilledMidLaunchLeaksNothing(t *testing.T) {
+	s := cluster.BeginProcess(t)
 	pool := s.Pool(awse2e.AWSPool("restart", localcluster.DefaultName))
 	ns := s.Namespace()
-	cluster.Create(t, awse2e.OneNodeEach(awse2e.Deployment(ns, "app", pool.Name, 2, "500m", "512Mi")))
-	var claimName string
-	env.Eventually(t, 2*time.Minute, "the first NodeClaim to appear", func(ctx context.Context) (bool, error) {
-		list := &v1.NodeClaimList{}
-		if err := cluster.Client.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: pool.Name}); err != nil {
-			return false, err
-		}
-		if len(list.Items) > 0 {
-			claimName = list.Items[0].Name
-			return true, nil
-		}
-		return false, nil
+	hold := cluster.Calls.HoldNext("ec2:CreateFleet", awse2e.HasTag(awse2e.TagNodePool, pool.Name))
+	t.Cleanup(func() {
+		cluster.Calls.Disarm(hold)
+		hold.Release()
 	})
-	s.StopController()
-	state := "not launched"
-	nc := &v1.NodeClaim{}
-	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Name: claimName}, nc); err == nil &&
-		meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeLaunched) {
-		state = "launched"
-	}
-	leftover := len(cluster.LiveInstances(pool.Name))
-	t.Logf("stopped the controller at NodeClaim %s (%s once stopped; %d instances of the pool then)", claimName, state, leftover)
-	s.StartController()
-	cluster.WaitRunning(t, ns, "app", 2, 4*time.Minute)
+	before, earlier := cluster.Calls.Snapshot(), instancesByID() // the pool's name is reused by -count
+	start := time.Now()
+	cluster.Create(t, awse2e.Deployment(ns, "app", pool.Name, 0, "500m", "512Mi"))
+	workloads.Scale(t, cluster.Client, ns, "app", 1)
 
+	// 1. CreateFleet reached EC2 and its answer is held.
+	timeout := time.NewTimer(3 * time.Minute)
+	defer timeout.Stop()
+	var servedAt time.Time
+	select {
+	case <-hold.Served():
+		servedAt = time.Now()
+	case <-timeout.C:
+		t.Fatal("no CreateFleet for the pool reached the endpoint within 3m")
+	}
+	status, body := hold.Response()
+	if status != http.StatusOK {
+		t.Fatalf("the held CreateFleet failed at the endpoint (HTTP %d): %s", status, body)
+	}
+	launched := cluster.LiveInstances(pool.Name)
+	if len(launched) != 1 {
+		t.Fatalf("%d live instances of the pool once CreateFleet was served, want 1: %v", len(launched), launched)
+	}
+	held := launched[0]
+	if !strings.Contains(string(body), held.ID) {
+		t.Fatalf("the held CreateFleet response does not name instance %s: %s", held.ID, body)
+	}
+	claims := cluster.PoolClaims(t, pool.Name)
+	if len(claims) != 1 {
+		t.Fatalf("%d NodeClaims of the pool while CreateFleet is held, want 1", len(claims))
+	}
+	claim := claims[0]
+	if claim.Status.ProviderID != "" || meta.IsStatusConditionTrue(claim.Status.Conditions, v1.ConditionTypeLaunched) {
+		t.Fatalf("NodeClaim %s records a launch (providerID %q) while its CreateFleet answer is held", claim.Name, claim.Status.ProviderID)
+	}
+	if tag := held.Tags[awse2e.TagNodeClaim]; tag != claim.Name {
+		t.Fatalf("instance %s is tagged %s=%q, want NodeClaim %s", held.ID, awse2e.TagNodeClaim, tag, claim.Name)
+	}
+	t.Logf("CreateFleet served %v after the scale-up: instance %s (%s, %s) is %s, NodeClaim %s has no providerID; killing the controller",
+		servedAt.Sub(start).Round(time.Millisecond), held.ID, held.InstanceType, held.Zone, held.State, claim.Name)
+
+	// 2. SIGKILL the controller while the answer is held: the endpoint's
+	//    front sees the connection go and drops the answer; release the hold.
+	killed := time.Now()
+	s.KillController()
+	env.Eventually(t, time.Minute, "the held CreateFleet answer to be dropped with the killed controller's connection", func(context.Context) (bool, error) {
+		select {
+		case <-hold.Done():
+			return true, nil
+		default:
+			return false, nil
+		}
+	})
+	hold.Release()
+	if delivered, err := hold.Delivered(); delivered {
+		t.Fatalf("the held CreateFleet answer reached the killed controller (write error %v)", err)
+	}
+	if n := len(cluster.LiveInstances(pool.Name)); n != 1 {
+		t.Fatalf("%d live instances of the pool after the kill, want 1", n)
+	}
+
+	// 3. A new controller adopts the instance.
+	s.StartController()
+	cluster.WaitRunning(t, ns, "app", 1, 4*time.Minute)
+	running := time.Now()
 	var report string
-	env.Eventually(t, 4*time.Minute, "every live instance to have exactly one NodeClaim and every NodeClaim an instance", func(ctx context.Context) (bool, error) {
+	env.Eventually(t, 4*time.Minute, "exactly the instances that back NodeClaims to be live, and every NodeClaim to have its instance", func(ctx context.Context) (bool, error) {
 		list := &v1.NodeClaimList{}
 		if err := cluster.Client.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: pool.Name}); err != nil {
 			return false, err
@@ -123,9 +175,28 @@ func TestControllerStoppedMidLaunchLeaksNothing(t *testing.T) {
 			return false, nil
 		}
 		report = fmt.Sprintf("%d NodeClaims, %d live instances", len(list.Items), len(live))
-		return len(list.Items) == 2, nil
+		return len(list.Items) == 1, nil
 	})
-	t.Logf("after the restart: %s", report)
+	after := cluster.PoolClaims(t, pool.Name)
+	if after[0].Name != claim.Name || awse2e.InstanceIDOf(after[0].Status.ProviderID) != held.ID {
+		t.Errorf("NodeClaim %s (instance %s) backs the pod, want %s adopting the instance launched before the kill, %s",
+			after[0].Name, awse2e.InstanceIDOf(after[0].Status.ProviderID), claim.Name, held.ID)
+	}
+	var ever []string
+	for _, inst := range cluster.AWS.EC2().Instances() {
+		if _, ok := earlier[inst.ID]; !ok && inst.Tags[awse2e.TagNodePool] == pool.Name {
+			ever = append(ever, fmt.Sprintf("%s(%s)", inst.ID, inst.State))
+		}
+	}
+	if len(ever) != 1 {
+		t.Errorf("%d instances were launched for the pool during the test, want 1: %v", len(ever), ever)
+	}
+	fleets := cluster.Calls.Since(before)["ec2:CreateFleet"]
+	if fleets != 1 {
+		t.Errorf("%d CreateFleet calls, want 1 (the restarted controller adopts the instance)", fleets)
+	}
+	t.Logf("after the restart: %s; instances launched for the pool: %v; CreateFleet calls: %d; pod Running %v after the kill",
+		report, ever, fleets, running.Sub(killed).Round(time.Millisecond))
 }
 
 // nodesWithProvider lists the Nodes whose provider ID is the given one.
