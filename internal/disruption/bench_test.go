@@ -14,8 +14,8 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -185,7 +185,7 @@ func apply(in disruption.Input, cmd *disruption.Command, pass int) disruption.In
 	}
 	out := in
 	out.Nodes = nil
-	byName := map[string]*state.StateNode{}
+	byName := map[string]*machine.Machine{}
 	for _, n := range in.Nodes {
 		if gone[n.Name()] {
 			continue

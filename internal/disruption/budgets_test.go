@@ -10,7 +10,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
 func TestBudgetNodes(t *testing.T) {
@@ -125,8 +125,8 @@ func TestAllowedDisruptions(t *testing.T) {
 // TestBudgetsLimitCommands: Decide stays within the budgets, counting the
 // nodes already being disrupted, and reports what each budget allows.
 func TestBudgetsLimitCommands(t *testing.T) {
-	empties := func(np *v1.NodePool, n int) []*state.StateNode {
-		var out []*state.StateNode
+	empties := func(np *v1.NodePool, n int) []*machine.Machine {
+		var out []*machine.Machine
 		for i := range n {
 			out = append(out, makeNode(fmt.Sprintf("n%d", i), np, catalog()[0], zoneA, v1.CapacityTypeOnDemand).obj())
 		}
@@ -134,23 +134,23 @@ func TestBudgetsLimitCommands(t *testing.T) {
 	}
 	cases := map[string]struct {
 		budgets        []v1.Budget
-		nodes          func(np *v1.NodePool) []*state.StateNode
+		nodes          func(np *v1.NodePool) []*machine.Machine
 		disrupting     []string
 		wantCandidates int
 		wantAllowed    int
 		wantBlocked    bool
 	}{
 		"10% of 3 nodes is 1": {
-			budgets: []v1.Budget{budget("10%")}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 3) },
+			budgets: []v1.Budget{budget("10%")}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 3) },
 			wantCandidates: 1, wantAllowed: 1, wantBlocked: true,
 		},
 		"50% of 3 nodes is 2": {
-			budgets: []v1.Budget{budget("50%")}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 3) },
+			budgets: []v1.Budget{budget("50%")}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 3) },
 			wantCandidates: 2, wantAllowed: 2, wantBlocked: true,
 		},
 		"a node being deleted counts against the budget": {
 			budgets: []v1.Budget{budget("2")},
-			nodes: func(np *v1.NodePool) []*state.StateNode {
+			nodes: func(np *v1.NodePool) []*machine.Machine {
 				nodes := empties(np, 3)
 				nodes[0].MarkedForDeletion = true
 				return nodes
@@ -158,12 +158,12 @@ func TestBudgetsLimitCommands(t *testing.T) {
 			wantCandidates: 1, wantAllowed: 1, wantBlocked: true,
 		},
 		"a node of a queued command counts against the budget": {
-			budgets: []v1.Budget{budget("2")}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 3) },
+			budgets: []v1.Budget{budget("2")}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 3) },
 			disrupting: []string{"n0"}, wantCandidates: 1, wantAllowed: 1, wantBlocked: true,
 		},
 		"a NotReady node counts against the budget": {
 			budgets: []v1.Budget{budget("2")},
-			nodes: func(np *v1.NodePool) []*state.StateNode {
+			nodes: func(np *v1.NodePool) []*machine.Machine {
 				nodes := empties(np, 3)
 				nodes[2] = makeNode("n2", np, catalog()[0], zoneA, v1.CapacityTypeOnDemand).pods(pod("p", "web", "1")).notReady().obj()
 				return nodes
@@ -171,23 +171,23 @@ func TestBudgetsLimitCommands(t *testing.T) {
 			wantCandidates: 1, wantAllowed: 1, wantBlocked: true,
 		},
 		"a zero budget blocks": {
-			budgets: []v1.Budget{budget("0")}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 2) },
+			budgets: []v1.Budget{budget("0")}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 2) },
 			wantCandidates: 0, wantAllowed: 0, wantBlocked: true,
 		},
 		"a scheduled zero budget blocks inside its window": {
-			budgets: []v1.Budget{scheduled("0", "0 9 * * *", 4*time.Hour)}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 2) },
+			budgets: []v1.Budget{scheduled("0", "0 9 * * *", 4*time.Hour)}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 2) },
 			wantCandidates: 0, wantAllowed: 0, wantBlocked: true,
 		},
 		"a scheduled zero budget allows outside its window": {
-			budgets: []v1.Budget{scheduled("0", "0 20 * * *", 4*time.Hour)}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 2) },
+			budgets: []v1.Budget{scheduled("0", "0 20 * * *", 4*time.Hour)}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 2) },
 			wantCandidates: 2, wantAllowed: disruption.Unlimited,
 		},
 		"an invalid cron fails closed": {
-			budgets: []v1.Budget{scheduled("10", "61 * * * *", time.Hour)}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 2) },
+			budgets: []v1.Budget{scheduled("10", "61 * * * *", time.Hour)}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 2) },
 			wantCandidates: 0, wantAllowed: 0, wantBlocked: true,
 		},
 		"an Underutilized budget does not limit emptiness": {
-			budgets: []v1.Budget{budget("0", v1.DisruptionReasonUnderutilized)}, nodes: func(np *v1.NodePool) []*state.StateNode { return empties(np, 2) },
+			budgets: []v1.Budget{budget("0", v1.DisruptionReasonUnderutilized)}, nodes: func(np *v1.NodePool) []*machine.Machine { return empties(np, 2) },
 			wantCandidates: 2, wantAllowed: disruption.Unlimited,
 		},
 	}
@@ -228,7 +228,7 @@ func budgetStatus(out disruption.Outcome, reason v1.DisruptionReason) disruption
 // budget allows, one command at a time.
 func TestDriftBudget(t *testing.T) {
 	np := makePool("default").budgets(budget("1", v1.DisruptionReasonDrifted)).obj()
-	var nodes []*state.StateNode
+	var nodes []*machine.Machine
 	for i := range 3 {
 		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), np, catalog()[2], zoneA, v1.CapacityTypeOnDemand).
 			pods(pod(fmt.Sprintf("p%d", i), "web", "1")).lastPodEvent(time.Second).drifted(time.Duration(i+1)*time.Minute).obj())

@@ -45,7 +45,7 @@ func (p *pass) consolidationCandidates() []*Candidate {
 		if ok {
 			out = append(out, c)
 		} else if why != "" {
-			p.block(c.StateNode, ReasonUnconsolidatable, why)
+			p.block(c.Machine, ReasonUnconsolidatable, why)
 		}
 	}
 	return out
@@ -304,7 +304,7 @@ func (p *pass) singleNode(cands []*Candidate, workers int) *Command {
 			case whys[j] == "budget":
 				p.budget(c.NodePool.Name, v1.DisruptionReasonUnderutilized).blocked = true
 			default:
-				p.block(c.StateNode, ReasonUnconsolidatable, whys[j])
+				p.block(c.Machine, ReasonUnconsolidatable, whys[j])
 			}
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // TestMethods covers each method on small clusters: what Decide chooses.
@@ -29,12 +29,12 @@ func TestMethods(t *testing.T) {
 		return makeNode(name, np, it, zoneA, v1.CapacityTypeOnDemand)
 	}
 	// guard keeps a node out of the candidates while leaving its room usable.
-	guard := func(w *nodeWrapper) *state.StateNode {
+	guard := func(w *nodeWrapper) *machine.Machine {
 		return w.annotateNode(v1.DoNotDisruptAnnotationKey, "true").obj()
 	}
 	cases := map[string]struct {
 		pool  *v1.NodePool
-		nodes []*state.StateNode
+		nodes []*machine.Machine
 		opts  disruption.Options
 		want  *summary
 		// blocked, if set, must appear in a Blocked message.
@@ -42,29 +42,29 @@ func TestMethods(t *testing.T) {
 	}{
 		"an empty node is deleted": {
 			pool:  def,
-			nodes: []*state.StateNode{odNode("a", def, large).obj(), odNode("b", def, large).pods(pod("p", "web", "1")).obj()},
+			nodes: []*machine.Machine{odNode("a", def, large).obj(), odNode("b", def, large).pods(pod("p", "web", "1")).obj()},
 			want:  &summary{Method: disruption.MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: disruption.DecisionDelete, Candidates: []string{"a"}},
 		},
 		"an empty node inside consolidateAfter is kept": {
 			pool:  def,
-			nodes: []*state.StateNode{odNode("a", def, small).lastPodEvent(10 * time.Second).obj()},
+			nodes: []*machine.Machine{odNode("a", def, small).lastPodEvent(10 * time.Second).obj()},
 		},
 		"consolidateAfter Never keeps an empty node": {
 			pool:  never,
-			nodes: []*state.StateNode{odNode("a", never, small).obj()},
+			nodes: []*machine.Machine{odNode("a", never, small).obj()},
 		},
 		"WhenEmpty deletes empty nodes": {
 			pool:  whenEmpty,
-			nodes: []*state.StateNode{odNode("a", whenEmpty, small).obj()},
+			nodes: []*machine.Machine{odNode("a", whenEmpty, small).obj()},
 			want:  &summary{Method: disruption.MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: disruption.DecisionDelete, Candidates: []string{"a"}},
 		},
 		"WhenEmpty does not consolidate an under-used node": {
 			pool:  whenEmpty,
-			nodes: []*state.StateNode{odNode("a", whenEmpty, large).pods(pod("p", "web", "500m")).obj()},
+			nodes: []*machine.Machine{odNode("a", whenEmpty, large).pods(pod("p", "web", "500m")).obj()},
 		},
 		"a node whose pods fit elsewhere is deleted": {
 			pool: def,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", def, large).pods(pod("p1", "web", "1")).obj(),
 				guard(odNode("b", def, large).pods(pod("p2", "web", "1"))),
 			},
@@ -72,30 +72,30 @@ func TestMethods(t *testing.T) {
 		},
 		"a node is replaced by one cheaper node, spot when the pool allows it": {
 			pool:  def,
-			nodes: []*state.StateNode{odNode("a", def, large).pods(pod("p1", "web", "1")).obj()},
+			nodes: []*machine.Machine{odNode("a", def, large).pods(pod("p1", "web", "1")).obj()},
 			want: &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionReplace,
 				Candidates: []string{"a"}, Replacements: []string{"small/[spot]"}},
 		},
 		"an on-demand pool's node is replaced on-demand": {
 			pool:  onDemand,
-			nodes: []*state.StateNode{odNode("a", onDemand, large).pods(pod("p1", "web", "1")).obj()},
+			nodes: []*machine.Machine{odNode("a", onDemand, large).pods(pod("p1", "web", "1")).obj()},
 			want: &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionReplace,
 				Candidates: []string{"a"}, Replacements: []string{"small/[on-demand]"}},
 		},
 		"the v1 document's WhenUnderutilized consolidates too": {
 			pool:  docSpelling,
-			nodes: []*state.StateNode{odNode("a", docSpelling, large).pods(pod("p1", "web", "1")).obj()},
+			nodes: []*machine.Machine{odNode("a", docSpelling, large).pods(pod("p1", "web", "1")).obj()},
 			want: &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionReplace,
 				Candidates: []string{"a"}, Replacements: []string{"small/[spot]"}},
 		},
 		"a replacement must be strictly cheaper": {
 			pool:    onDemand,
-			nodes:   []*state.StateNode{odNode("a", onDemand, small).pods(pod("p1", "web", "1500m")).obj()},
+			nodes:   []*machine.Machine{odNode("a", onDemand, small).pods(pod("p1", "web", "1500m")).obj()},
 			blocked: "Can't replace with a cheaper node",
 		},
 		"several nodes consolidate into one cheaper node": {
 			pool: onDemand,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", onDemand, large).pods(pod("p1", "web", "1")).obj(),
 				odNode("b", onDemand, large).pods(pod("p2", "web", "1")).obj(),
 				odNode("c", onDemand, large).pods(pod("p3", "web", "1")).obj(),
@@ -105,7 +105,7 @@ func TestMethods(t *testing.T) {
 		},
 		"several nodes whose pods fit on another are deleted together": {
 			pool: onDemand,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", onDemand, medium).pods(pod("p1", "web", "1")).obj(),
 				odNode("b", onDemand, medium).pods(pod("p2", "web", "1")).obj(),
 				guard(odNode("c", onDemand, large).pods(pod("p3", "web", "1"))),
@@ -115,7 +115,7 @@ func TestMethods(t *testing.T) {
 		},
 		"a multi-node replacement is never the type of a candidate it could keep": {
 			pool: onDemand,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", onDemand, large).pods(pod("p1", "web", "1")).obj(),
 				odNode("b", onDemand, large).pods(pod("p2", "web", "1")).obj(),
 				odNode("c", onDemand, medium).pods(pod("p3", "web", "1")).obj(),
@@ -125,29 +125,29 @@ func TestMethods(t *testing.T) {
 		},
 		"spot is not replaced by spot without the option": {
 			pool:    def,
-			nodes:   []*state.StateNode{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).pods(pod("p1", "web", "1")).obj()},
+			nodes:   []*machine.Machine{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).pods(pod("p1", "web", "1")).obj()},
 			blocked: "SpotToSpotConsolidation is disabled",
 		},
 		"spot to spot needs 15 cheaper types": {
 			pool:    def,
 			opts:    disruption.Options{SpotToSpotConsolidation: true},
-			nodes:   []*state.StateNode{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).pods(pod("p1", "web", "1")).obj()},
+			nodes:   []*machine.Machine{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).pods(pod("p1", "web", "1")).obj()},
 			blocked: "requires 15 cheaper instance type options than the current candidate to consolidate, got 2",
 		},
 		"an empty spot node is deleted without the option": {
 			pool:  def,
-			nodes: []*state.StateNode{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).obj()},
+			nodes: []*machine.Machine{makeNode("a", def, large, zoneA, v1.CapacityTypeSpot).obj()},
 			want:  &summary{Method: disruption.MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: disruption.DecisionDelete, Candidates: []string{"a"}},
 		},
 		"a drifted node is replaced": {
 			pool:  def,
-			nodes: []*state.StateNode{odNode("a", def, large).pods(pod("p1", "web", "1")).lastPodEvent(time.Second).drifted(time.Minute).obj()},
+			nodes: []*machine.Machine{odNode("a", def, large).pods(pod("p1", "web", "1")).lastPodEvent(time.Second).drifted(time.Minute).obj()},
 			want: &summary{Method: disruption.MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: disruption.DecisionReplace,
 				Candidates: []string{"a"}, Replacements: []string{"small/[on-demand spot]"}},
 		},
 		"empty drifted nodes are deleted together": {
 			pool: def,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", def, large).lastPodEvent(time.Second).drifted(time.Minute).obj(),
 				odNode("b", def, large).lastPodEvent(time.Second).drifted(2 * time.Minute).obj(),
 				odNode("c", def, large).pods(pod("p1", "web", "1")).lastPodEvent(time.Second).drifted(3 * time.Minute).obj(),
@@ -156,7 +156,7 @@ func TestMethods(t *testing.T) {
 		},
 		"drift does not move pods onto another drifted node": {
 			pool: def,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", def, large).pods(pod("p1", "web", "1")).lastPodEvent(time.Second).drifted(2 * time.Minute).obj(),
 				odNode("b", def, large).pods(pod("p2", "web", "1")).lastPodEvent(time.Second).drifted(time.Minute).obj(),
 			},
@@ -165,7 +165,7 @@ func TestMethods(t *testing.T) {
 		},
 		"a drifted node whose pods fit elsewhere is deleted": {
 			pool: def,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", def, large).pods(pod("p1", "web", "1")).lastPodEvent(time.Second).drifted(time.Minute).obj(),
 				odNode("b", def, large).pods(pod("p2", "web", "1")).lastPodEvent(time.Second).obj(),
 			},
@@ -173,7 +173,7 @@ func TestMethods(t *testing.T) {
 		},
 		"emptiness goes before drift": {
 			pool: def,
-			nodes: []*state.StateNode{
+			nodes: []*machine.Machine{
 				odNode("a", def, large).pods(pod("p1", "web", "1")).drifted(time.Minute).obj(),
 				odNode("b", def, small).obj(),
 			},
@@ -212,7 +212,7 @@ func TestSpotToSpot(t *testing.T) {
 	big := instanceType("big", 16, 1.0)
 	types = append(types, big)
 	node := makeNode("a", np, big, zoneA, v1.CapacityTypeSpot).pods(pod("p1", "web", "1")).obj()
-	in := disruption.Input{Now: now, Nodes: []*state.StateNode{node},
+	in := disruption.Input{Now: now, Nodes: []*machine.Machine{node},
 		NodePools: []simulator.NodePool{{NodePool: np, InstanceTypes: types}}}
 	out := disruption.Decide(in, disruption.Options{SpotToSpotConsolidation: true})
 	if out.Command == nil || out.Command.Decision() != disruption.DecisionReplace {
@@ -237,7 +237,7 @@ func TestGuards(t *testing.T) {
 	base := func() *nodeWrapper { return makeNode("a", np, catalog()[0], zoneA, v1.CapacityTypeOnDemand) }
 	protectedPod := func() *corev1.Pod { return pod("p1", "web", "100m") }
 	cases := map[string]struct {
-		node *state.StateNode
+		node *machine.Machine
 		pdbs []*policyv1.PodDisruptionBudget
 		want string
 	}{

@@ -14,9 +14,9 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -101,7 +101,7 @@ func scheduled(nodes, schedule string, d time.Duration, reasons ...v1.Disruption
 // nodeWrapper builds a registered, initialized, Ready machine of a pool:
 // Node and NodeClaim, created two hours before now, initialized an hour
 // before now.
-type nodeWrapper struct{ n *state.StateNode }
+type nodeWrapper struct{ n *machine.Machine }
 
 func makeNode(name string, pool *v1.NodePool, it *cloudprovider.InstanceType, zone, capacityType string) *nodeWrapper {
 	labels := map[string]string{
@@ -140,7 +140,7 @@ func makeNode(name string, pool *v1.NodePool, it *cloudprovider.InstanceType, zo
 			},
 		},
 	}
-	return &nodeWrapper{n: &state.StateNode{Node: node, NodeClaim: nc}}
+	return &nodeWrapper{n: &machine.Machine{Node: node, NodeClaim: nc}}
 }
 
 // pods binds pods to the node.
@@ -200,7 +200,7 @@ func (w *nodeWrapper) expireAfter(d string) *nodeWrapper {
 	return w
 }
 
-func (w *nodeWrapper) obj() *state.StateNode { return w.n }
+func (w *nodeWrapper) obj() *machine.Machine { return w.n }
 
 // pod is a running replica of app requesting cpu and 256Mi per 250m.
 func pod(name, app, cpu string) *corev1.Pod {
@@ -229,7 +229,7 @@ func pdb(name, app string, allowed int32) *policyv1.PodDisruptionBudget {
 
 // input assembles an Input at now with the pools (all offering the catalog
 // unless types are given) and nodes.
-func input(pools []*v1.NodePool, nodes ...*state.StateNode) disruption.Input {
+func input(pools []*v1.NodePool, nodes ...*machine.Machine) disruption.Input {
 	in := disruption.Input{Now: now, Nodes: nodes}
 	for _, np := range pools {
 		in.NodePools = append(in.NodePools, simulator.NodePool{NodePool: np, InstanceTypes: catalog()})

@@ -11,14 +11,14 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // guardMessage says why a node may not be disrupted voluntarily, or ""
 // when every guard passes. The guards apply to every method; the PDB and
 // pod guards only look at pods that would have to move.
-func (p *pass) guardMessage(n *state.StateNode, pods []*corev1.Pod) string {
+func (p *pass) guardMessage(n *machine.Machine, pods []*corev1.Pod) string {
 	switch {
 	case n.MarkedForDeletion:
 		return "Node is being deleted"

@@ -93,7 +93,7 @@ func (p *pass) drift() *Command {
 		}
 		sim := p.simulate([]*Candidate{c}, avoid, nil, 0, true)
 		if sim.failed != "" {
-			p.block(c.StateNode, ReasonDisruptionBlocked, "Drifted node cannot be replaced: "+sim.failed)
+			p.block(c.Machine, ReasonDisruptionBlocked, "Drifted node cannot be replaced: "+sim.failed)
 			continue
 		}
 		cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Candidate{c}, PriceBefore: c.Price, Plan: sim.plan}

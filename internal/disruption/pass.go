@@ -11,9 +11,9 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // budgetedReasons are the reasons budgets are reported for. Expiration is
@@ -198,10 +198,10 @@ func (p *pass) buildCandidates() {
 	})
 }
 
-func (p *pass) newCandidate(n *state.StateNode, pi *poolInfo, pods []*corev1.Pod) *Candidate {
+func (p *pass) newCandidate(n *machine.Machine, pi *poolInfo, pods []*corev1.Pod) *Candidate {
 	labels := n.Labels()
 	c := &Candidate{
-		StateNode: n, NodePool: pi.np, Pods: pods,
+		Machine: n, NodePool: pi.np, Pods: pods,
 		Zone: labels[corev1.LabelTopologyZone], CapacityType: labels[v1.CapacityTypeLabelKey],
 		InstanceType:   pi.types[labels[corev1.LabelInstanceTypeStable]],
 		DisruptionCost: DisruptionCost(n.NodeClaim, pods, p.now),
@@ -223,7 +223,7 @@ func (p *pass) newCandidate(n *state.StateNode, pi *poolInfo, pods []*corev1.Pod
 }
 
 // block records a node that is no candidate (or could not be disrupted).
-func (p *pass) block(n *state.StateNode, reason, msg string) {
+func (p *pass) block(n *machine.Machine, reason, msg string) {
 	p.blocked = append(p.blocked, Blocked{Node: n.Node, NodeClaim: n.NodeClaim, Reason: reason, Message: msg})
 	if n.NodeClaim != nil {
 		p.blockedBy[n.NodeClaim.Name] = msg
@@ -258,7 +258,7 @@ func (p *pass) getModel() *simulator.Model {
 			pools = append(pools, pi.sim)
 		}
 	}
-	snapshot := state.NewSnapshot(p.in.Nodes, p.in.DaemonSets, p.in.PendingPods, pools)
+	snapshot := machine.NewSnapshot(p.in.Nodes, p.in.DaemonSets, p.in.PendingPods, pools)
 	snapshot.PersistentVolumes = p.in.PersistentVolumes
 	snapshot.PersistentVolumeClaims = p.in.PersistentVolumeClaims
 	snapshot.StorageClasses = p.in.StorageClasses

@@ -10,7 +10,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
 // steppingClock is a fake clock that moves forward by step every time it is
@@ -33,7 +33,7 @@ func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t)
 // durations are measured on the injected clock.
 func TestConsolidationTimeouts(t *testing.T) {
 	np := makePool("default").req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand).obj()
-	var nodes []*state.StateNode
+	var nodes []*machine.Machine
 	for i := range 6 {
 		// Each node's pod needs a large node: nothing consolidates.
 		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), np, catalog()[2], zoneA, v1.CapacityTypeOnDemand).
@@ -61,7 +61,7 @@ func TestConsolidationTimeouts(t *testing.T) {
 // whatever the clock says, after a single simulation each.
 func TestInterruptedSearchStops(t *testing.T) {
 	np := makePool("default").req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand).obj()
-	var nodes []*state.StateNode
+	var nodes []*machine.Machine
 	for i := range 6 {
 		nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), np, catalog()[2], zoneA, v1.CapacityTypeOnDemand).
 			pods(pod(fmt.Sprintf("p%d", i), "web", "7")).obj())

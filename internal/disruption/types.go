@@ -13,9 +13,9 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // Input is one view of the cluster to decide on. Nothing in it is modified.
@@ -24,7 +24,7 @@ type Input struct {
 	// consolidateAfter, do-not-disrupt durations, nominations).
 	Now time.Time
 	// Nodes are the machines of the cluster-state model (Cluster.Nodes).
-	Nodes []*state.StateNode
+	Nodes []*machine.Machine
 	// NodePools are every NodePool with the instance types its cloud
 	// provider offers. Pools that are not Ready still own nodes (prices,
 	// budgets) but launch no replacement.
@@ -126,7 +126,7 @@ const (
 
 // Candidate is a node that passed every guard and may be disrupted.
 type Candidate struct {
-	*state.StateNode
+	*machine.Machine
 	// NodePool owns the node.
 	NodePool *v1.NodePool
 	// InstanceType, Zone and CapacityType locate its price; InstanceType is

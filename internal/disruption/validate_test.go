@@ -9,7 +9,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
 // TestValidate: a command decided 15 s ago is carried out only if it still
@@ -18,35 +18,35 @@ func TestValidate(t *testing.T) {
 	np := makePool("default").obj()
 	small, large := catalog()[0], catalog()[2]
 	later := now.Add(15 * time.Second)
-	guard := func(w *nodeWrapper) *state.StateNode {
+	guard := func(w *nodeWrapper) *machine.Machine {
 		return w.annotateNode(v1.DoNotDisruptAnnotationKey, "true").obj()
 	}
-	emptyPair := func() []*state.StateNode {
-		return []*state.StateNode{
+	emptyPair := func() []*machine.Machine {
+		return []*machine.Machine{
 			makeNode("a", np, small, zoneA, v1.CapacityTypeOnDemand).obj(),
 			makeNode("b", np, small, zoneA, v1.CapacityTypeOnDemand).obj(),
 		}
 	}
-	deletable := func() []*state.StateNode {
-		return []*state.StateNode{
+	deletable := func() []*machine.Machine {
+		return []*machine.Machine{
 			makeNode("a", np, large, zoneA, v1.CapacityTypeOnDemand).pods(pod("p1", "web", "1")).obj(),
 			guard(makeNode("b", np, large, zoneA, v1.CapacityTypeOnDemand).pods(pod("p2", "web", "1"))),
 		}
 	}
 	cases := map[string]struct {
-		before   []*state.StateNode
-		after    func() ([]*state.StateNode, *poolWrapper)
+		before   []*machine.Machine
+		after    func() ([]*machine.Machine, *poolWrapper)
 		want     *summary
 		wantKind string
 	}{
 		"emptiness still holds": {
 			before: emptyPair(),
-			after:  func() ([]*state.StateNode, *poolWrapper) { return emptyPair(), nil },
+			after:  func() ([]*machine.Machine, *poolWrapper) { return emptyPair(), nil },
 			want:   &summary{Method: disruption.MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: disruption.DecisionDelete, Candidates: []string{"a", "b"}},
 		},
 		"emptiness keeps the nodes that are still empty": {
 			before: emptyPair(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				nodes := emptyPair()
 				nodes[0] = makeNode("a", np, small, zoneA, v1.CapacityTypeOnDemand).pods(pod("new", "web", "100m")).lastPodEvent(time.Second).obj()
 				return nodes, nil
@@ -55,26 +55,26 @@ func TestValidate(t *testing.T) {
 		},
 		"emptiness fails when no node is empty any more": {
 			before: emptyPair()[:1],
-			after: func() ([]*state.StateNode, *poolWrapper) {
-				return []*state.StateNode{makeNode("a", np, small, zoneA, v1.CapacityTypeOnDemand).pods(pod("new", "web", "100m")).obj()}, nil
+			after: func() ([]*machine.Machine, *poolWrapper) {
+				return []*machine.Machine{makeNode("a", np, small, zoneA, v1.CapacityTypeOnDemand).pods(pod("new", "web", "100m")).obj()}, nil
 			},
 			wantKind: disruption.ValidationChurn,
 		},
 		"emptiness within a budget that shrank": {
 			before: emptyPair(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				return emptyPair(), makePool("default").budgets(budget("1"))
 			},
 			want: &summary{Method: disruption.MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: disruption.DecisionDelete, Candidates: []string{"a"}},
 		},
 		"consolidation still holds": {
 			before: deletable(),
-			after:  func() ([]*state.StateNode, *poolWrapper) { return deletable(), nil },
+			after:  func() ([]*machine.Machine, *poolWrapper) { return deletable(), nil },
 			want:   &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionDelete, Candidates: []string{"a"}},
 		},
 		"a do-not-disrupt pod arrived": {
 			before: deletable(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				nodes := deletable()
 				nodes[0].Pods = append(nodes[0].Pods, annotate(pod("new", "web", "100m"), v1.DoNotDisruptAnnotationKey, "true"))
 				return nodes, nil
@@ -83,7 +83,7 @@ func TestValidate(t *testing.T) {
 		},
 		"a pod arrived (consolidateAfter restarts)": {
 			before: deletable(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				nodes := deletable()
 				nodes[0].NodeClaim.Status.LastPodEventTime.Time = later.Add(-time.Second)
 				return nodes, nil
@@ -92,14 +92,14 @@ func TestValidate(t *testing.T) {
 		},
 		"the budget closed": {
 			before: deletable(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				return deletable(), makePool("default").budgets(budget("0"))
 			},
 			wantKind: disruption.ValidationBudget,
 		},
 		"the destination filled up": {
 			before: deletable(),
-			after: func() ([]*state.StateNode, *poolWrapper) {
+			after: func() ([]*machine.Machine, *poolWrapper) {
 				nodes := deletable()
 				nodes[1] = guard(makeNode("b", np, large, zoneA, v1.CapacityTypeOnDemand).pods(pod("p2", "web", "7500m")))
 				return nodes, nil

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/daemonset"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
 // Cluster is the in-memory model. Its zero value is not usable; use NewCluster.
@@ -71,7 +72,7 @@ type Cluster struct {
 // clock reading to still fall inside it.
 const waitingHold = time.Minute
 
-// stateEntry is the stored form of a StateNode.
+// stateEntry is the stored form of a machine.Machine.
 type stateEntry struct {
 	node      *corev1.Node
 	nodeClaim *v1.NodeClaim
@@ -415,7 +416,7 @@ func (c *Cluster) forgetWaitingOn(name string) {
 // PlanPods records that the latest provisioning pass planned these pending
 // pods onto the machine of that Node or NodeClaim name, replacing where an
 // earlier pass had planned them. Until a pod binds, is deleted or finishes,
-// or the machine goes, the machine counts as nominated (StateNode.NominatedUntil),
+// or the machine goes, the machine counts as nominated (machine.Machine.NominatedUntil),
 // so that disruption does not remove a node that pods are waiting for while
 // the kube-scheduler is slow to bind them. An empty name forgets the pods'
 // plan (the pass could not place them).
@@ -455,7 +456,7 @@ func (c *Cluster) HasNode(name string) bool {
 }
 
 // Nodes returns a copy of every machine in the model, sorted by name.
-func (c *Cluster) Nodes() []*StateNode {
+func (c *Cluster) Nodes() []*machine.Machine {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	pairs := c.unlinkedPairs()
@@ -464,7 +465,7 @@ func (c *Cluster) Nodes() []*StateNode {
 		paired[claimID] = true
 	}
 	awaited := c.awaitedMachines()
-	nodes := make([]*StateNode, 0, len(c.entries))
+	nodes := make([]*machine.Machine, 0, len(c.entries))
 	for id, e := range c.entries {
 		if paired[id] {
 			continue
@@ -512,7 +513,7 @@ func (c *Cluster) unlinkedPairs() map[string]string {
 }
 
 // NodeForProviderID returns the machine with that provider ID, if known.
-func (c *Cluster) NodeForProviderID(providerID string) (*StateNode, bool) {
+func (c *Cluster) NodeForProviderID(providerID string) (*machine.Machine, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	id := "pid/" + providerID
@@ -558,8 +559,8 @@ func compare(a, b string) int {
 }
 
 // stateNode builds the read-only view of an entry. Callers hold the lock.
-func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *StateNode {
-	n := &StateNode{Node: e.node, NodeClaim: e.nodeClaim}
+func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *machine.Machine {
+	n := &machine.Machine{Node: e.node, NodeClaim: e.nodeClaim}
 	n.MarkedForDeletion = c.marked[id] || n.Deleting()
 	if e.node != nil {
 		pods := c.podsByNode[e.node.Name]
@@ -604,3 +605,8 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 	}
 	return true, nil
 }
+
+// podKey identifies a pod.
+type podKey = types.NamespacedName
+
+func keyOf(pod *corev1.Pod) podKey { return podKey{Namespace: pod.Namespace, Name: pod.Name} }

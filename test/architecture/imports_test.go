@@ -92,6 +92,10 @@ func TestImportRules(t *testing.T) {
 			why: "controllers never import a concrete provider or the layers above them"},
 		{under: "internal/state", direct: true, forbidden: []string{module + "/internal/controllers"},
 			why: "cluster state is read by controllers, never the reverse"},
+		{under: "internal/machine", forbidden: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go/", module + "/internal/state", module + "/internal/controllers"},
+			why: "a machine and its snapshot are plain values, below the cluster-state model"},
+		{under: "internal/disruption", forbidden: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go/", module + "/internal/state", module + "/internal/controllers", module + "/internal/operator"},
+			why: "disruption decisions are pure: they take machines and simulator types, not the cluster-state model or a client"},
 	}
 	for _, p := range listPackages(t) {
 		rel := strings.TrimPrefix(p.ImportPath, module+"/")

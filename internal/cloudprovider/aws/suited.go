@@ -15,7 +15,7 @@ import (
 // the class resolves the same AMIs: filtering the ~800 types of a class
 // takes milliseconds, and provisioning and disruption ask on every pass.
 type suitedTypes struct {
-	mu      sync.Mutex
+	mu sync.Mutex
 	// entries are keyed by class name, so a class deleted and created
 	// again replaces its entry and the map holds one per class name.
 	entries map[string]suitedEntry

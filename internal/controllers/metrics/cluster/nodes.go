@@ -8,9 +8,9 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // series is one written sample's gauge and labels.
@@ -27,7 +27,7 @@ type nodeSeries map[string][]series
 
 // write sets the per-node gauges from the model's nodes and returns what it
 // wrote, removing the series of the previous pass that it did not write.
-func (last nodeSeries) write(m *metrics.Metrics, nodes []*state.StateNode) nodeSeries {
+func (last nodeSeries) write(m *metrics.Metrics, nodes []*machine.Machine) nodeSeries {
 	gauges := []struct {
 		vec  *prometheus.GaugeVec
 		list func(nodeUsage) corev1.ResourceList
@@ -85,7 +85,7 @@ type nodeUsage struct {
 
 // usageOf sums the requests and limits of a node's pods, DaemonSet pods
 // apart, as the kube-scheduler counts them.
-func usageOf(n *state.StateNode) nodeUsage {
+func usageOf(n *machine.Machine) nodeUsage {
 	u := nodeUsage{
 		allocatable: n.Node.Status.Allocatable, overhead: corev1.ResourceList{},
 		podRequests: corev1.ResourceList{}, podLimits: corev1.ResourceList{},

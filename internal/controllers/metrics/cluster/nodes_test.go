@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
-	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 func node(name, pool string) *corev1.Node {
@@ -48,10 +48,10 @@ func TestNodeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	managed := &state.StateNode{Node: node("a", "default"), NodeClaim: &v1.NodeClaim{}, Pods: []*corev1.Pod{podWith("500m", false), podWith("250m", false), podWith("100m", true)}}
-	unmanaged := &state.StateNode{Node: node("b", "")}
-	inFlight := &state.StateNode{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}
-	written := nodeSeries{}.write(m, []*state.StateNode{managed, unmanaged, inFlight})
+	managed := &machine.Machine{Node: node("a", "default"), NodeClaim: &v1.NodeClaim{}, Pods: []*corev1.Pod{podWith("500m", false), podWith("250m", false), podWith("100m", true)}}
+	unmanaged := &machine.Machine{Node: node("b", "")}
+	inFlight := &machine.Machine{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}
+	written := nodeSeries{}.write(m, []*machine.Machine{managed, unmanaged, inFlight})
 
 	labels := prometheus.Labels{"node_name": "a", "nodepool": "default", "resource_type": "cpu", "arch": "arm64", "os": "linux",
 		"capacity_type": "spot", "instance_type": "c6g.large", "zone": "us-east-1a"}
@@ -81,7 +81,7 @@ func TestNodeMetrics(t *testing.T) {
 
 	// b goes away; a's pods leave.
 	managed.Pods = nil
-	nodeSeries(written).write(m, []*state.StateNode{managed})
+	nodeSeries(written).write(m, []*machine.Machine{managed})
 	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 2 {
 		t.Errorf("%d allocatable series after b left, want 2", n)
 	}

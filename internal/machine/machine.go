@@ -1,20 +1,19 @@
-package state
+package machine
 
 import (
 	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// StateNode is one machine as the model sees it: a Node, a NodeClaim, or
-// both once the claim's instance has registered. Values returned by Cluster
-// are copies; the Node, NodeClaim and pods they point to are shared and must
-// not be modified.
-type StateNode struct {
+// Machine is one machine as the cluster-state model sees it: a Node, a
+// NodeClaim, or both once the claim's instance has registered. Values the
+// model returns are copies; the Node, NodeClaim and pods they point to are
+// shared and must not be modified.
+type Machine struct {
 	// Node is nil while the NodeClaim is in flight.
 	Node *corev1.Node
 	// NodeClaim is nil for nodes Dovetail does not manage.
@@ -30,7 +29,7 @@ type StateNode struct {
 }
 
 // Name is the Node name, or the NodeClaim name while the claim is in flight.
-func (n *StateNode) Name() string {
+func (n *Machine) Name() string {
 	if n.Node != nil {
 		return n.Node.Name
 	}
@@ -41,7 +40,7 @@ func (n *StateNode) Name() string {
 }
 
 // ProviderID identifies the instance, or "" before launch.
-func (n *StateNode) ProviderID() string {
+func (n *Machine) ProviderID() string {
 	if n.Node != nil && n.Node.Spec.ProviderID != "" {
 		return n.Node.Spec.ProviderID
 	}
@@ -52,10 +51,10 @@ func (n *StateNode) ProviderID() string {
 }
 
 // Managed reports whether Dovetail launched the node.
-func (n *StateNode) Managed() bool { return n.NodeClaim != nil }
+func (n *Machine) Managed() bool { return n.NodeClaim != nil }
 
 // NodePoolName is the owning NodePool, or "".
-func (n *StateNode) NodePoolName() string {
+func (n *Machine) NodePoolName() string {
 	if n.NodeClaim != nil {
 		return n.NodeClaim.Labels[v1.NodePoolLabelKey]
 	}
@@ -66,11 +65,11 @@ func (n *StateNode) NodePoolName() string {
 }
 
 // InFlight reports a NodeClaim whose Node has not registered yet.
-func (n *StateNode) InFlight() bool { return n.Node == nil }
+func (n *Machine) InFlight() bool { return n.Node == nil }
 
 // Initialized reports a node that is ready for pods: initialized by its
 // NodeClaim's lifecycle, or Ready for unmanaged nodes.
-func (n *StateNode) Initialized() bool {
+func (n *Machine) Initialized() bool {
 	if n.Node == nil {
 		return false
 	}
@@ -87,7 +86,7 @@ func (n *StateNode) Initialized() bool {
 
 // Labels are the Node's labels, or for an in-flight claim the labels it will
 // have: its own plus every requirement that allows a single value.
-func (n *StateNode) Labels() map[string]string {
+func (n *Machine) Labels() map[string]string {
 	if n.Node != nil {
 		return n.Node.Labels
 	}
@@ -104,7 +103,7 @@ func (n *StateNode) Labels() map[string]string {
 }
 
 // Taints are the Node's taints, or the claim's taints and startup taints.
-func (n *StateNode) Taints() []corev1.Taint {
+func (n *Machine) Taints() []corev1.Taint {
 	if n.Node != nil {
 		return n.Node.Spec.Taints
 	}
@@ -116,7 +115,7 @@ func (n *StateNode) Taints() []corev1.Taint {
 // launched it is the claim's resource requests: the claim was made for pods
 // that fit in them, and counting them keeps the next provisioning loop from
 // launching a second node for the same pods.
-func (n *StateNode) Allocatable() corev1.ResourceList {
+func (n *Machine) Allocatable() corev1.ResourceList {
 	if n.Node != nil && len(n.Node.Status.Allocatable) > 0 {
 		return n.Node.Status.Allocatable
 	}
@@ -131,7 +130,7 @@ func (n *StateNode) Allocatable() corev1.ResourceList {
 
 // Capacity is the machine's capacity, as counted against NodePool limits;
 // nil before launch.
-func (n *StateNode) Capacity() corev1.ResourceList {
+func (n *Machine) Capacity() corev1.ResourceList {
 	if n.Node != nil && len(n.Node.Status.Capacity) > 0 {
 		return n.Node.Status.Capacity
 	}
@@ -142,12 +141,7 @@ func (n *StateNode) Capacity() corev1.ResourceList {
 }
 
 // Deleting reports a node or claim with a deletion timestamp.
-func (n *StateNode) Deleting() bool {
+func (n *Machine) Deleting() bool {
 	return (n.Node != nil && n.Node.DeletionTimestamp != nil) ||
 		(n.NodeClaim != nil && n.NodeClaim.DeletionTimestamp != nil)
 }
-
-// podKey identifies a pod.
-type podKey = types.NamespacedName
-
-func keyOf(pod *corev1.Pod) podKey { return podKey{Namespace: pod.Namespace, Name: pod.Name} }
