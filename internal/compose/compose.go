@@ -17,7 +17,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
@@ -94,7 +94,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 		},
 		Lifecycle:         life,
 		GarbageCollection: garbagecollection.DefaultOptions(),
-		Disruption:        disruption.DefaultOptions(),
+		Disruption:        disrupter.DefaultOptions(),
 	}
 	gates, _ := o.Gates() // validated with the options
 	opts.Disruption.ValidationDelay = o.DisruptionValidationDelay

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	clustermetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/cluster"
 	podmetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/pod"
-	nodeclaimdisruption "github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruptionstatus"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
@@ -55,14 +55,14 @@ type Options struct {
 	Provisioning      provisioning.Options
 	Lifecycle         lifecycle.Options
 	GarbageCollection garbagecollection.Options
-	Disruption        disruption.Options
+	Disruption        disrupter.Options
 }
 
 // NewControllers builds every provider-neutral controller.
 func NewControllers(d Dependencies, opts Options) []Controller {
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
 	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
-	disruptionLoop, disruptionQueue := disruption.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)
+	disruptionLoop, disruptionQueue := disrupter.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)
 	out := []Controller{}
 	for _, c := range informer.NewControllers(d.Cluster) {
 		out = append(out, c)
@@ -84,8 +84,8 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		disruptionLoop,
 		disruptionQueue,
 		expiration.NewController(d.Clock, d.KubeClient, d.Recorder, d.Metrics),
-		nodeclaimdisruption.NewController(d.Clock, d.KubeClient, d.CloudProvider),
-		nodeclaimdisruption.NewPodEventsController(d.Clock, d.KubeClient),
+		disruptionstatus.NewController(d.Clock, d.KubeClient, d.CloudProvider),
+		disruptionstatus.NewPodEventsController(d.Clock, d.KubeClient),
 	)
 }
 

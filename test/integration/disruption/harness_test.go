@@ -25,8 +25,8 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
-	nodeclaimdisruption "github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruptionstatus"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -53,13 +53,13 @@ type harness struct {
 	cluster *state.Cluster
 	cached  client.Client
 	direct  client.Client
-	opts    disruption.Options
+	opts    disrupter.Options
 
-	loop       *disruption.Controller
-	queue      *disruption.Queue
+	loop       *disrupter.Controller
+	queue      *disrupter.Queue
 	expiry     *expiration.Controller
-	conditions *nodeclaimdisruption.Controller
-	podEvents  *nodeclaimdisruption.PodEventsController
+	conditions *disruptionstatus.Controller
+	podEvents  *disruptionstatus.PodEventsController
 	claims     *termination.NodeClaimController
 }
 
@@ -83,7 +83,7 @@ func instanceTypes() []*cloudprovider.InstanceType {
 
 // newHarness removes what earlier tests left and starts a manager whose
 // informers feed a fresh model.
-func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
+func newHarness(t *testing.T, mutate func(*disrupter.Options)) *harness {
 	t.Helper()
 	removeClusterScoped(t)
 	ctx := log.IntoContext(context.Background(), testlog.Logger(t, 1))
@@ -104,7 +104,7 @@ func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
 	}
 	h.cloud.InstanceTypes = instanceTypes()
 	h.cluster = state.NewCluster(h.clock)
-	h.opts = disruption.DefaultOptions()
+	h.opts = disrupter.DefaultOptions()
 	if mutate != nil {
 		mutate(&h.opts)
 	}
@@ -117,10 +117,10 @@ func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
 		return nil
 	})
 	h.cached = mgr.GetClient()
-	h.loop, h.queue = disruption.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, h.opts)
+	h.loop, h.queue = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, h.opts)
 	h.expiry = expiration.NewController(h.clock, h.cached, h.events, m)
-	h.conditions = nodeclaimdisruption.NewController(h.clock, h.cached, h.cloud)
-	h.podEvents = nodeclaimdisruption.NewPodEventsController(h.clock, h.cached)
+	h.conditions = disruptionstatus.NewController(h.clock, h.cached, h.cloud)
+	h.podEvents = disruptionstatus.NewPodEventsController(h.clock, h.cached)
 	h.claims = termination.NewNodeClaimController(h.clock, h.cached, h.cloud, h.events, m)
 	return h
 }
@@ -128,7 +128,7 @@ func newHarness(t *testing.T, mutate func(*disruption.Options)) *harness {
 // restart replaces the loop and queue with new ones, as a new process
 // would have (same model, nothing in memory).
 func (h *harness) restart() {
-	h.loop, h.queue = disruption.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, h.metrics, h.opts)
+	h.loop, h.queue = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, h.metrics, h.opts)
 }
 
 // removeClusterScoped deletes every Node, NodeClaim and NodePool, finalizers
@@ -328,7 +328,7 @@ func (h *harness) replacements(of string) []*v1.NodeClaim {
 	h.t.Helper()
 	var out []*v1.NodeClaim
 	for _, nc := range h.claimsByName() {
-		if slices.Contains(strings.Split(nc.Annotations[disruption.ReplacesAnnotationKey], ","), of) {
+		if slices.Contains(strings.Split(nc.Annotations[disrupter.ReplacesAnnotationKey], ","), of) {
 			out = append(out, nc)
 		}
 	}

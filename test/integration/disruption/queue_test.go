@@ -10,7 +10,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 )
 
 // driftedNode sets up a pool and one drifted on-demand node running a pod
@@ -98,7 +98,7 @@ func (h *harness) marked(name string) bool {
 // time rolls the command back: the node is untainted, its reason cleared,
 // the replacement deleted and the mark undone.
 func TestReplacementTimeoutRollsBack(t *testing.T) {
-	h := newHarness(t, func(o *disruption.Options) { o.ReplacementTimeout = time.Minute })
+	h := newHarness(t, func(o *disrupter.Options) { o.ReplacementTimeout = time.Minute })
 	_, nc, node := h.driftedNode()
 	h.decide()
 	repl := h.expectStarted(nc, node, v1.DisruptionReasonDrifted)

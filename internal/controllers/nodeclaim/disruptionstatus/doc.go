@@ -1,4 +1,4 @@
-// Package disruption keeps the NodeClaim status that disruption decisions
+// Package disruptionstatus keeps the NodeClaim status that disruption decisions
 // and users read:
 //
 //   - Controller sets the Drifted condition (reason NodePoolDrifted when the
@@ -16,4 +16,4 @@
 //
 // The drift and consolidation rules live in internal/disruption, so that
 // the conditions here and the decisions there agree.
-package disruption
+package disruptionstatus

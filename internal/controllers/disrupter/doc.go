@@ -1,4 +1,4 @@
-// Package disruption removes nodes that are empty, under-used or drifted,
+// Package disrupter removes nodes that are empty, under-used or drifted,
 // inside the NodePools' disruption budgets, with no pod left homeless.
 //
 // Controller is a singleton loop (leader only). Each pass it waits for the
@@ -25,4 +25,4 @@
 // is not initialized within the replacement timeout, or the NodePool goes
 // away, the command is rolled back: taints and conditions removed,
 // replacements deleted, marks undone.
-package disruption
+package disrupter

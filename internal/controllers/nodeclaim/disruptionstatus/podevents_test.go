@@ -1,4 +1,4 @@
-package disruption
+package disruptionstatus
 
 import (
 	"testing"
