@@ -147,6 +147,9 @@ type badClass struct {
 	class     *awsv1.EC2NodeClass
 	condition string // the condition that is False
 	field     string // the spec field its message names
+	// admission, when set, is what the API server's refusal of the class
+	// must say: the CRD rejects it, so it never reaches the controller.
+	admission string
 }
 
 // TestBadClassesLaunchNothing: EC2NodeClasses that cannot launch (a subnet
@@ -177,23 +180,29 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 	badKind.Spec.UserData = ptr.To("apiVersion: node.eks.aws/v1alpha1\nkind: Pod\nspec:\n  kubelet:\n    config:\n      maxPods: 42\n")
 
 	cases := []badClass{
-		{noSubnets, awsv1.ConditionTypeSubnetsReady, "spec.subnetSelectorTerms"},
-		{noRole, awsv1.ConditionTypeInstanceProfileReady, "NoSuchRole-dovetail"},
-		{badVersion, awsv1.ConditionTypeAMIsReady, "al2023@v1"},
-		{badFamily, awsv1.ConditionTypeAMIsReady, "foo"},
-		{badTOML, awsv1.ConditionTypeValidationSucceeded, "spec.userData"},
-		{badKind, awsv1.ConditionTypeValidationSucceeded, "spec.userData"},
+		{class: noSubnets, condition: awsv1.ConditionTypeSubnetsReady, field: "spec.subnetSelectorTerms"},
+		{class: noRole, condition: awsv1.ConditionTypeInstanceProfileReady, field: "NoSuchRole-dovetail"},
+		{class: badVersion, condition: awsv1.ConditionTypeAMIsReady, field: "al2023@v1"},
+		{class: badFamily, field: "spec.amiSelectorTerms[0].alias", admission: "family is not supported"},
+		{class: badTOML, condition: awsv1.ConditionTypeValidationSucceeded, field: "spec.userData"},
+		{class: badKind, condition: awsv1.ConditionTypeValidationSucceeded, field: "spec.userData"},
 	}
-	profilesBefore := len(cluster.AWS.IAM().InstanceProfiles())
 	templatesBefore := len(cluster.AWS.EC2().LaunchTemplates())
 	ns := s.Namespace()
 	var names, pools []string
 	for _, c := range cases {
-		if err := cluster.Client.Create(context.Background(), c.class); err != nil {
-			// Admission refusing the class is as good as the controller
-			// refusing it; say so and move on.
-			t.Logf("admission refused EC2NodeClass %s: %v", c.class.Name, err)
+		err := cluster.Client.Create(context.Background(), c.class)
+		if c.admission != "" {
+			if err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), c.admission) {
+				t.Errorf("creating EC2NodeClass %s: %v; want admission to refuse it naming %s (%q)", c.class.Name, err, c.field, c.admission)
+			}
+			if err == nil {
+				s.TrackClass(c.class.Name)
+			}
 			continue
+		}
+		if err != nil {
+			t.Fatalf("creating EC2NodeClass %s: %v", c.class.Name, err)
 		}
 		s.TrackClass(c.class.Name)
 		names = append(names, c.class.Name)
@@ -231,6 +240,12 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 				meta.IsStatusConditionFalse(np.Status.Conditions, v1.ConditionTypeReady), nil
 		})
 	}
+	// A class naming a role IAM does not have gets no instance profile at all.
+	for _, p := range cluster.AWS.IAM().InstanceProfiles() {
+		if p.Tags[awse2e.TagNodeClass] == noRole.Name {
+			t.Errorf("instance profile %s was created for EC2NodeClass %s, whose role does not exist", p.Name, noRole.Name)
+		}
+	}
 	// The pods stay pending: nothing is launched for them over a while.
 	expectNothingLaunched(t, 15*time.Second, pools, names)
 	running := 0
@@ -260,9 +275,6 @@ func TestBadClassesLaunchNothing(t *testing.T) {
 		}
 		return true, nil
 	})
-	if n := len(cluster.AWS.IAM().InstanceProfiles()); n != profilesBefore {
-		t.Errorf("%d instance profiles exist, %d before the bad classes: %+v", n, profilesBefore, cluster.AWS.IAM().InstanceProfiles())
-	}
 }
 
 // expectNothingLaunched checks over d that the pools get no NodeClaim, no
