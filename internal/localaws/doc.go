@@ -121,7 +121,7 @@
 // but DescribeCluster); spot prices that change over time; account limits
 // (CreateFleet reports them only through SetFleetError) and the services'
 // real request rates (throttling is a set fraction of requests); idempotency
-// by ClientToken; eventual consistency beyond DescribeInstances' lag;
+// by ClientToken beyond CreateFleet's; eventual consistency beyond DescribeInstances' lag;
 // EventBridge rules (events are put straight on the queue, and only when a
 // fault method is called: EC2 state changes do not emit state-change
 // notifications by themselves); the kubelet itself (kwok plays it:

@@ -76,7 +76,7 @@ func (c *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 	templateTags := maps.Clone(tags)
 	delete(templateTags, instance.TagNodeClaim)
 	req := instance.LaunchRequest{
-		NodeClaim: nodeClaim.Name, CapacityType: capacityType, ReservationType: plan.reservationType, Offerings: plan.offerings,
+		NodeClaim: nodeClaim.Name, NodeClaimUID: string(nodeClaim.UID), CapacityType: capacityType, ReservationType: plan.reservationType, Offerings: plan.offerings,
 		Subnets: subnetsByZone(nc), Tags: tags, Context: nc.Spec.Context,
 	}
 	// One set of templates per reservation of a reserved launch (each

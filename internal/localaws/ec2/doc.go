@@ -38,6 +38,10 @@
 //     reservation launches only its type in its zone, one slot per
 //     instance; a full reservation is ReservationCapacityExceeded.
 //     DefaultTargetCapacityType capacity-block is served as on-demand.
+//     A ClientToken makes it idempotent, as EC2 documents: the same token
+//     with the same parameters answers the first answer again and launches
+//     nothing; with other parameters, IdempotentParameterMismatch. Tokens
+//     are kept for the endpoint's life; only answered requests record one.
 //   - DescribeInstances, TerminateInstances, CreateTags (instances, launch
 //     templates, subnets, security groups, AMIs, VPCs).
 //   - DescribeCapacityReservations (instance-type, owner-id,
@@ -110,5 +114,5 @@
 // IPs, EBS volumes, spot price changes over time, per-account limits (vCPU,
 // spot instance count: SetFleetError reports them only when told), IAM
 // authorisation (UnauthorizedOperation only through SetFleetError), and
-// idempotency by ClientToken.
+// idempotency by ClientToken for any operation but CreateFleet.
 package ec2

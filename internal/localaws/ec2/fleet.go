@@ -88,13 +88,82 @@ var strategies = map[string][]string{
 	CapacityTypeSpot:     {"lowest-price", "price-capacity-optimized", "capacity-optimized", "capacity-optimized-prioritized", "diversified"},
 }
 
+// fleetToken is what a CreateFleet ClientToken was first used with.
+type fleetToken struct {
+	// request is the request's parameters but the token, canonical.
+	request string
+	answer  *createFleetResponse
+}
+
+// maxClientToken is EC2's limit on a client token: 64 ASCII characters.
+const maxClientToken = 64
+
 // createFleet serves CreateFleet for Type=instant: it resolves every
 // override of every launch template config, orders them by the allocation
 // strategy, skips pools that fail (insufficient capacity, no address, bad
 // AMI), and launches TotalTargetCapacity instances from the first pool that
 // works.
+//
+// A ClientToken makes the request idempotent, as EC2 documents it: a request
+// that repeats a token and every other parameter gets the first answer
+// again (same fleet, same instances, same errors) and launches nothing; one
+// that repeats a token with other parameters gets
+// IdempotentParameterMismatch. Only answered requests record their token
+// (an error answer does not), and tokens are kept for the endpoint's life
+// (EC2 keeps them at least 24 hours after the instances terminate).
 // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFleet.html
+// https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-idempotency.html
 func (s *Service) createFleet(p params) (response, error) {
+	token := p.get("ClientToken")
+	if len(token) > maxClientToken || strings.IndexFunc(token, func(r rune) bool { return r > 127 }) >= 0 {
+		return nil, errInvalidValue("ClientToken", token)
+	}
+	if token == "" {
+		return s.createFleetOnce(p)
+	}
+	request := canonicalRequest(p, "ClientToken")
+	if prior, ok := s.st.fleetTokens[token]; ok {
+		if prior.request != request {
+			return nil, apiErrorf(400, "IdempotentParameterMismatch",
+				"Arguments on this idempotent request are inconsistent with arguments used in previous request(s).")
+		}
+		again := *prior.answer // its own request ID
+		return &again, nil
+	}
+	resp, err := s.createFleetOnce(p)
+	if err != nil {
+		return nil, err
+	}
+	first := *resp.(*createFleetResponse)
+	s.st.fleetTokens[token] = fleetToken{request: request, answer: &first}
+	return resp, nil
+}
+
+// canonicalRequest is every parameter of the request but the action, the
+// API version and the named ones, sorted, as one string.
+func canonicalRequest(p params, without ...string) string {
+	keys := make([]string, 0, len(p.v))
+	for k := range p.v {
+		if k == "Action" || k == "Version" || slices.Contains(without, k) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		for _, v := range p.v[k] {
+			b.WriteString(k)
+			b.WriteByte('=')
+			b.WriteString(v)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// createFleetOnce serves one CreateFleet request, token aside.
+func (s *Service) createFleetOnce(p params) (response, error) {
 	if t := p.get("Type"); t != "instant" {
 		return nil, apiErrorf(400, "InvalidParameterValue", "Value (%s) for parameter Type is invalid. This endpoint models only instant fleets.", t)
 	}

@@ -104,6 +104,9 @@ type state struct {
 	ice          map[offeringKey]bool
 	fleetErrors  map[offeringKey]string // error code CreateFleet reports
 	reservations []*CapacityReservation
+	// fleetTokens holds, per CreateFleet ClientToken, the request it came
+	// with and the answer it got, so that a retry gets the same answer.
+	fleetTokens  map[string]fleetToken
 	throttleRate float64
 	describeLag  time.Duration
 
@@ -161,6 +164,7 @@ func New(cfg Config) *Service {
 			spotPrices:  map[string]map[string]float64{},
 			ice:         map[offeringKey]bool{},
 			fleetErrors: map[offeringKey]string{},
+			fleetTokens: map[string]fleetToken{},
 		},
 	}
 }

@@ -2,6 +2,9 @@ package instance
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,6 +46,9 @@ type Offering struct {
 type LaunchRequest struct {
 	// NodeClaim names the claim the instance is for; it is tagged with it.
 	NodeClaim string
+	// NodeClaimUID is the claim's UID: with the request, it makes the
+	// CreateFleet ClientToken (see clientToken).
+	NodeClaimUID string
 	// CapacityType is spot, on-demand or reserved.
 	CapacityType string
 	// ReservationType is the type of the reservations of a reserved launch:
@@ -185,6 +191,28 @@ func tagSpecifications(tags map[string]string, resourceTypes ...ec2types.Resourc
 	return out
 }
 
+// clientToken is the CreateFleet ClientToken of a launch: a digest of the
+// claim's UID and the request. A launch retried with the same request (a
+// controller restarted after CreateFleet returned but before the claim
+// recorded its instance, while EC2 does not describe the new instance yet)
+// gets the instance the first call launched instead of a second one; EC2
+// keeps tokens for at least 24 hours after the instance terminates. Any
+// change to the request (offerings marked unavailable since, new prices, a
+// recreated template) makes a new token, so a token is never reused with
+// other parameters. A claim without a UID (never stored) gets no token.
+func clientToken(nodeClaimUID string, in *ec2.CreateFleetInput) (*string, error) {
+	if nodeClaimUID == "" {
+		return nil, nil
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the fleet request for its client token: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(nodeClaimUID+"\n"), body...))
+	// EC2 takes at most 64 ASCII characters.
+	return aws.String("dovetail-" + hex.EncodeToString(sum[:])[:48]), nil
+}
+
 // FleetError is one per-override error of a CreateFleet answer.
 type FleetError struct {
 	Code, Message              string
@@ -317,6 +345,9 @@ func dedupe(s []string) []string {
 func (p *Provider) launch(ctx context.Context, req LaunchRequest) (*Instance, error) {
 	in, err := buildFleetInput(req)
 	if err != nil {
+		return nil, err
+	}
+	if in.ClientToken, err = clientToken(req.NodeClaimUID, in); err != nil {
 		return nil, err
 	}
 	out, err := p.ec2.CreateFleet(ctx, in)

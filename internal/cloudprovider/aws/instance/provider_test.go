@@ -220,3 +220,38 @@ func TestParseProviderID(t *testing.T) {
 		})
 	}
 }
+
+// TestRelaunchAfterARestartDuringDescribeLag: a controller that restarted
+// after CreateFleet answered, but before the claim recorded the instance,
+// launches the claim again while EC2 does not describe the new instance
+// yet, so looking it up by tag finds nothing. The CreateFleet ClientToken
+// (the claim's UID and the request) makes EC2 answer with the first
+// instance instead of launching a second.
+func TestRelaunchAfterARestartDuringDescribeLag(t *testing.T) {
+	a := newAccount(t)
+	ctx := context.Background()
+	a.svc.SetDescribeLag(time.Minute)
+	req := a.request("claim-5", "on-demand", instance.Offering{InstanceType: "m5.large", Zone: "us-east-1a", Price: 0.096})
+	req.NodeClaimUID = "5d9c2b3e-0000-4000-8000-000000000005"
+	first, err := instance.NewProvider(a.client, a.clock, instance.Options{ClusterName: "dovetail"}).Launch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := instance.NewProvider(a.client, a.clock, instance.Options{ClusterName: "dovetail"})
+	again, err := restarted.Launch(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != first.ID {
+		t.Errorf("the relaunch made %s, want the first launch's %s", again.ID, first.ID)
+	}
+	if n := len(a.svc.Instances()); n != 1 {
+		t.Errorf("EC2 has %d instances, want 1", n)
+	}
+	// Another claim with the same request but its own UID launches its own.
+	other := req
+	other.NodeClaimUID = "5d9c2b3e-0000-4000-8000-000000000006"
+	if inst, err := restarted.Launch(ctx, other); err != nil || inst.ID == first.ID {
+		t.Errorf("a launch for another claim UID = %+v, %v; want a new instance", inst, err)
+	}
+}
