@@ -28,10 +28,13 @@ import (
 func TestAWSProviderWithChartRBAC(t *testing.T) {
 	ctx := context.Background()
 	const release, namespace, clusterName = "dovetail-aws", "dovetail-aws", "chart-test"
-	endpoint, err := localaws.Start(ctx, localaws.Config{
-		ClusterName: clusterName, ClusterEndpoint: cp.RESTConfig.Host, ClusterCA: cp.RESTConfig.CAData,
-		Kubernetes: kube, Logger: testlog.Logger(t, 0), Seed: 7,
-	})
+	// The endpoint gets the control plane's facts (endpoint, CA, service
+	// CIDR, Kubernetes version) as dovetail up gives them.
+	cfg, err := localcluster.EndpointConfig(cp, localaws.Config{ClusterName: clusterName, Kubernetes: kube, Logger: testlog.Logger(t, 0), Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, err := localaws.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting the local AWS endpoint: %v", err)
 	}
