@@ -32,6 +32,10 @@ const (
 	LabelInstanceType      = "instance_type"
 	LabelZone              = "zone"
 	LabelCode              = "code"
+	// LabelCondition is the node condition type (in snake case) that
+	// triggered a repair; LabelImageID the repaired node's image.
+	LabelCondition = "condition"
+	LabelImageID   = "image_id"
 )
 
 // NodeLabels label the per-node metrics as Karpenter's do: the node, its
@@ -42,29 +46,32 @@ var NodeLabels = []string{"node_name", LabelNodePool, LabelResourceType, "arch",
 // Metrics holds every metric a Dovetail process exports.
 type Metrics struct {
 	// Provisioning.
-	SchedulingDuration      *prometheus.HistogramVec
-	SchedulerQueueDepth     *prometheus.GaugeVec
-	UnschedulablePodsCount  *prometheus.GaugeVec
-	PodsState               *prometheus.GaugeVec
-	PodStartupDuration      prometheus.Histogram
-	NodeClaimsCreated       *prometheus.CounterVec
-	NodeClaimsLaunched      *prometheus.CounterVec
-	NodeClaimsRegistered    *prometheus.CounterVec
-	NodeClaimsInitialized   *prometheus.CounterVec
-	NodeClaimsTerminated    *prometheus.CounterVec
-	NodeClaimsDisrupted     *prometheus.CounterVec
-	NodesCreated            *prometheus.CounterVec
-	NodesTerminated         *prometheus.CounterVec
-	NodesDrained            *prometheus.CounterVec
-	NodeTerminationDuration *prometheus.HistogramVec
-	PodsDrained             *prometheus.CounterVec
-	PodEvictionRequests     *prometheus.CounterVec
-	NodePoolUsage           *prometheus.GaugeVec
-	NodePoolLimit           *prometheus.GaugeVec
-	CloudProviderDuration   *prometheus.HistogramVec
-	CloudProviderErrors     *prometheus.CounterVec
-	ClusterStateNodeCount   prometheus.Gauge
-	ClusterStateSynced      prometheus.Gauge
+	SchedulingDuration     *prometheus.HistogramVec
+	SchedulerQueueDepth    *prometheus.GaugeVec
+	UnschedulablePodsCount *prometheus.GaugeVec
+	PodsState              *prometheus.GaugeVec
+	PodStartupDuration     prometheus.Histogram
+	NodeClaimsCreated      *prometheus.CounterVec
+	NodeClaimsLaunched     *prometheus.CounterVec
+	NodeClaimsRegistered   *prometheus.CounterVec
+	NodeClaimsInitialized  *prometheus.CounterVec
+	NodeClaimsTerminated   *prometheus.CounterVec
+	NodeClaimsDisrupted    *prometheus.CounterVec
+	// NodeClaimsUnhealthyDisrupted breaks node repairs down by condition
+	// and image, which NodeClaimsDisrupted does not.
+	NodeClaimsUnhealthyDisrupted *prometheus.CounterVec
+	NodesCreated                 *prometheus.CounterVec
+	NodesTerminated              *prometheus.CounterVec
+	NodesDrained                 *prometheus.CounterVec
+	NodeTerminationDuration      *prometheus.HistogramVec
+	PodsDrained                  *prometheus.CounterVec
+	PodEvictionRequests          *prometheus.CounterVec
+	NodePoolUsage                *prometheus.GaugeVec
+	NodePoolLimit                *prometheus.GaugeVec
+	CloudProviderDuration        *prometheus.HistogramVec
+	CloudProviderErrors          *prometheus.CounterVec
+	ClusterStateNodeCount        prometheus.Gauge
+	ClusterStateSynced           prometheus.Gauge
 	// Per node, by resource_type: what Karpenter's capacity dashboard
 	// queries (see NodeLabels for the labels).
 	NodesAllocatable         *prometheus.GaugeVec
@@ -117,6 +124,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "NodeClaims whose instance was terminated."}, []string{LabelNodePool}),
 		NodeClaimsDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "disrupted_total",
 			Help: "NodeClaims deleted by Dovetail, by reason."}, []string{LabelReason, LabelNodePool}),
+		NodeClaimsUnhealthyDisrupted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "unhealthy_disrupted_total",
+			Help: "Unhealthy NodeClaims deleted by node repair, by the node condition that triggered it, NodePool, capacity type and image ID."},
+			[]string{LabelCondition, LabelNodePool, LabelCapacityType, LabelImageID}),
 		NodesCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodes", Name: "created_total",
 			Help: "Nodes that registered for a NodeClaim."}, []string{LabelNodePool}),
 		NodesTerminated: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodes", Name: "terminated_total",
@@ -193,7 +203,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.SchedulingDuration, m.SchedulerQueueDepth, m.UnschedulablePodsCount, m.PodsState, m.PodStartupDuration,
-		m.NodeClaimsCreated, m.NodeClaimsLaunched, m.NodeClaimsRegistered, m.NodeClaimsInitialized, m.NodeClaimsTerminated, m.NodeClaimsDisrupted,
+		m.NodeClaimsCreated, m.NodeClaimsLaunched, m.NodeClaimsRegistered, m.NodeClaimsInitialized, m.NodeClaimsTerminated, m.NodeClaimsDisrupted, m.NodeClaimsUnhealthyDisrupted,
 		m.NodesCreated, m.NodesTerminated, m.NodesDrained, m.NodeTerminationDuration, m.PodsDrained, m.PodEvictionRequests,
 		m.NodePoolUsage, m.NodePoolLimit, m.CloudProviderDuration, m.CloudProviderErrors, m.ClusterStateNodeCount, m.ClusterStateSynced,
 		m.LaunchBackoffs, m.LaunchBlockedPods,
