@@ -1,0 +1,232 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/events"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
+	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+)
+
+// MetricReason is the reason label of karpenter_nodeclaims_disrupted_total
+// for repaired claims, as Karpenter names it.
+const MetricReason = "unhealthy"
+
+// BlockedRecheck is how often a node whose repair the safeguard blocks is
+// looked at again: the other nodes recovering does not change this Node.
+const BlockedRecheck = time.Minute
+
+// Controller replaces managed nodes that have been unhealthy for longer than
+// the cloud provider's repair policies tolerate.
+type Controller struct {
+	clock         clock.Clock
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	recorder      events.Recorder
+	metrics       *metrics.Metrics
+}
+
+// NewController returns the node repair controller. kubeClient must be the
+// manager's cached client: NodeClaims are found through the provider-ID
+// index of internal/indexes.
+func NewController(clk clock.Clock, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider,
+	recorder events.Recorder, m *metrics.Metrics) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cloudProvider, recorder: recorder, metrics: m}
+}
+
+// Name identifies the controller, as Karpenter names it.
+func (c *Controller) Name() string { return "node.health" }
+
+// Register watches Nodes that have a provider ID and are not being deleted.
+func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+	err := builder.ControllerManagedBy(mgr).
+		Named(c.Name()).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.(*corev1.Node).Spec.ProviderID != "" && o.GetDeletionTimestamp().IsZero()
+		}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
+		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+	if err != nil {
+		return fmt.Errorf("building %s controller: %w", c.Name(), err)
+	}
+	return nil
+}
+
+// Reconcile repairs the node once a repair policy's toleration has elapsed,
+// or comes back when it will have.
+func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
+	// 1. Nodes being deleted, and healthy nodes, need nothing (the common
+	// case costs no list).
+	if !node.DeletionTimestamp.IsZero() || node.Spec.ProviderID == "" {
+		return reconcile.Result{}, nil
+	}
+	policies := c.cloudProvider.RepairPolicies()
+	if _, _, _, ok := UnhealthyCondition(node, policies); !ok {
+		return reconcile.Result{}, nil
+	}
+	// 2. Only nodes Dovetail launched are repaired.
+	nodeClaim, err := c.nodeClaimOf(ctx, node)
+	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, err
+	}
+	poolName := nodeClaim.Labels[v1.NodePoolLabelKey]
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", klog.KObj(nodeClaim), "NodePool", klog.KRef("", poolName)))
+
+	// 3. Not yet: come back when the toleration ends.
+	now := c.clock.Now()
+	cond, policy, repairAt, _ := UnhealthyCondition(node, policies)
+	if wait := repairAt.Sub(now); wait > 0 {
+		log.FromContext(ctx).V(1).Info("Node is unhealthy, waiting for the end of its toleration",
+			"condition", string(cond.Type), "status", string(cond.Status), "since", cond.LastTransitionTime.UTC().Format(time.RFC3339),
+			"toleration", policy.TolerationDuration.String(), "repairAt", repairAt.UTC().Format(time.RFC3339))
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+
+	// 4. The safeguard counts the pool's nodes, or the cluster's.
+	peers, err := c.peers(ctx, poolName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := Decide(now, node, policies, peers)
+	switch d.Action {
+	case Repair:
+	case Blocked:
+		return reconcile.Result{RequeueAfter: BlockedRecheck}, c.blocked(ctx, node, nodeClaim, poolName, d)
+	default: // the condition changed between the two reads
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+
+	// 5. Repair: no drain deadline left, then delete the claim.
+	if err := c.annotateTerminationTime(ctx, nodeClaim, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	// The precondition makes a reconcile on a stale copy a no-op rather
+	// than a second count.
+	if err := c.kubeClient.Delete(ctx, nodeClaim, client.Preconditions{UID: &nodeClaim.UID, ResourceVersion: &nodeClaim.ResourceVersion}); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting unhealthy nodeclaim: %w", err))
+	}
+	c.metrics.NodeClaimsDisrupted.WithLabelValues(MetricReason, poolName).Inc()
+	c.metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(SnakeCase(string(d.Condition.Type)), poolName,
+		node.Labels[v1.CapacityTypeLabelKey], nodeClaim.Status.ImageID).Inc()
+	c.recorder.Publish(repairEvents(node, nodeClaim, d)...)
+	log.FromContext(ctx).V(0).Info("Deleted NodeClaim of unhealthy Node",
+		"condition", string(d.Condition.Type), "status", string(d.Condition.Status), "since", d.Condition.LastTransitionTime.UTC().Format(time.RFC3339),
+		"toleration", d.Policy.TolerationDuration.String(), "unhealthyNodes", d.Unhealthy, "nodes", d.Total)
+	return reconcile.Result{}, nil
+}
+
+// nodeClaimOf returns the node's NodeClaim, or nil if there is not exactly one.
+func (c *Controller) nodeClaimOf(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
+	list := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, list, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims with provider ID %q: %w", node.Spec.ProviderID, err)
+	}
+	if len(list.Items) != 1 {
+		if len(list.Items) > 1 {
+			log.FromContext(ctx).Error(nil, "Not repairing Node: its provider ID matches several NodeClaims", "providerID", node.Spec.ProviderID, "count", len(list.Items))
+		}
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
+
+// peers are the nodes the safeguard counts: the NodePool's, or every node
+// of the cluster for a claim without a NodePool.
+func (c *Controller) peers(ctx context.Context, poolName string) ([]*corev1.Node, error) {
+	list := &corev1.NodeList{}
+	var opts []client.ListOption
+	if poolName != "" {
+		opts = append(opts, client.MatchingLabels{v1.NodePoolLabelKey: poolName})
+	}
+	if err := c.kubeClient.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing nodes of nodepool %q: %w", poolName, err)
+	}
+	out := make([]*corev1.Node, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// blocked publishes why the repair waits.
+func (c *Controller) blocked(ctx context.Context, node *corev1.Node, nodeClaim *v1.NodeClaim, poolName string, d Decision) error {
+	var nodePool *v1.NodePool
+	if poolName != "" {
+		nodePool = &v1.NodePool{}
+		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: poolName}, nodePool); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("getting nodepool %s: %w", poolName, err)
+			}
+			nodePool = nil
+		}
+	}
+	c.recorder.Publish(blockedEvents(node, nodeClaim, nodePool, poolName, d)...)
+	log.FromContext(ctx).V(0).Info("Not repairing unhealthy Node: too many nodes are unhealthy",
+		"condition", string(d.Condition.Type), "status", string(d.Condition.Status),
+		"unhealthyNodes", d.Unhealthy, "nodes", d.Total, "allowedUnhealthy", d.Allowed)
+	return nil
+}
+
+// annotateTerminationTime sets karpenter.sh/nodeclaim-termination-timestamp
+// to now, unless the claim already has an earlier deadline, so that the
+// drain deletes the pods of the dead node at once instead of waiting on
+// evictions its kubelet cannot carry out. Termination keeps a deadline it
+// finds.
+func (c *Controller) annotateTerminationTime(ctx context.Context, nodeClaim *v1.NodeClaim, now time.Time) error {
+	if value, ok := nodeClaim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := time.Parse(time.RFC3339, value); err == nil && !t.After(now) {
+			return nil
+		}
+	}
+	stored := nodeClaim.DeepCopy()
+	if nodeClaim.Annotations == nil {
+		nodeClaim.Annotations = map[string]string{}
+	}
+	value := now.UTC().Format(time.RFC3339)
+	nodeClaim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = value
+	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("annotating unhealthy nodeclaim with its termination time: %w", err))
+	}
+	log.FromContext(ctx).V(1).Info("Annotated NodeClaim with its termination time", "terminationTime", value)
+	return nil
+}
+
+// SnakeCase turns a condition type into the metric label Karpenter uses:
+// "Ready" becomes "ready", "AcceleratedHardwareReady"
+// "accelerated_hardware_ready".
+func SnakeCase(s string) string {
+	var b strings.Builder
+	runes := []rune(s)
+	for i, r := range runes {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(runes[i-1]) || (i+1 < len(runes) && unicode.IsLower(runes[i+1]) && unicode.IsUpper(runes[i-1]))) {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
