@@ -100,6 +100,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.Disruption.ValidationDelay = o.DisruptionValidationDelay
 	opts.Disruption.ReplacementTimeout = o.DisruptionReplacementTimeout
 	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
+	opts.NodeRepair = gates.NodeRepair
 	opts.Disruption.NominationWindow = opts.Provisioning.NominationWindow()
 	opts.Disruption.Simulator = opts.Provisioning.Simulator
 	return opts

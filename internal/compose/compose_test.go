@@ -3,8 +3,15 @@ package compose
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
+	"github.com/dovetail-autoscaler/dovetail/internal/operator"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // TestKwokFlags: the kwok flags accept the instance-type sets and refuse,
@@ -43,5 +50,24 @@ func TestKwokFlags(t *testing.T) {
 				t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestNodeRepairComposed: the node.health controller is among the
+// controllers by default and absent with NodeRepair=false.
+func TestNodeRepairComposed(t *testing.T) {
+	for gates, want := range map[string]bool{"": true, "NodeRepair=false": false, "NodeRepair=true": true} {
+		o := operator.Options{FeatureGates: gates}
+		opts := ControllerOptions(o)
+		if opts.NodeRepair != want {
+			t.Errorf("--feature-gates=%q: NodeRepair = %v, want %v", gates, opts.NodeRepair, want)
+		}
+		found := false
+		for _, c := range controllers.NewControllers(controllers.Dependencies{Clock: clocktesting.NewFakeClock(time.Time{}), Cluster: state.NewCluster(clocktesting.NewFakeClock(time.Time{})), CloudProvider: fake.NewCloudProvider()}, opts) {
+			found = found || c.Name() == "node.health"
+		}
+		if found != want {
+			t.Errorf("--feature-gates=%q: node.health composed = %v, want %v", gates, found, want)
+		}
 	}
 }

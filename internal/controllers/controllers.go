@@ -16,6 +16,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	clustermetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/cluster"
 	podmetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/pod"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruptionstatus"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
@@ -56,6 +57,9 @@ type Options struct {
 	Lifecycle         lifecycle.Options
 	GarbageCollection garbagecollection.Options
 	Disruption        disrupter.Options
+	// NodeRepair runs the node.health controller, which replaces nodes
+	// the cloud provider's repair policies call unhealthy (gate NodeRepair).
+	NodeRepair bool
 }
 
 // NewControllers builds every provider-neutral controller.
@@ -66,6 +70,9 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	out := []Controller{}
 	for _, c := range informer.NewControllers(d.Cluster) {
 		out = append(out, c)
+	}
+	if opts.NodeRepair {
+		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
 	}
 	return append(out,
 		provisioner,

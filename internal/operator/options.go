@@ -119,7 +119,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", "dovetail", "Service in front of the webhook server [WEBHOOK_SERVICE_NAME]")
 	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs, e.g. SpotToSpotConsolidation=true [FEATURE_GATES]")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 }
@@ -228,15 +228,25 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// FeatureGates are the optional behaviours a user may switch on.
+// FeatureGates are the optional behaviours a user may switch on or off.
 type FeatureGates struct {
-	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node.
+	// SpotToSpotConsolidation lets consolidation replace a spot node with a
+	// cheaper spot node. Off by default, as in Karpenter.
 	SpotToSpotConsolidation bool
+	// NodeRepair replaces nodes that have been unhealthy for longer than the
+	// cloud provider's repair policies tolerate. On by default in Dovetail
+	// (Karpenter's default is off); NodeRepair=false turns it off.
+	NodeRepair bool
 }
 
-// Gates parses --feature-gates.
+// DefaultFeatureGates are the gates when --feature-gates does not name them.
+func DefaultFeatureGates() FeatureGates {
+	return FeatureGates{NodeRepair: true}
+}
+
+// Gates parses --feature-gates over DefaultFeatureGates.
 func (o *Options) Gates() (FeatureGates, error) {
-	var g FeatureGates
+	g := DefaultFeatureGates()
 	if strings.TrimSpace(o.FeatureGates) == "" {
 		return g, nil
 	}
@@ -248,8 +258,10 @@ func (o *Options) Gates() (FeatureGates, error) {
 		switch name {
 		case "SpotToSpotConsolidation":
 			g.SpotToSpotConsolidation = value == "true"
+		case "NodeRepair":
+			g.NodeRepair = value == "true"
 		default:
-			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation)", name)
+			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair)", name)
 		}
 	}
 	return g, nil

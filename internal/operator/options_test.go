@@ -96,3 +96,36 @@ func TestUsageEnvName(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeRepairGate: NodeRepair is on unless --feature-gates (or
+// FEATURE_GATES, as the chart renders it) turns it off; naming one gate
+// leaves the others at their defaults.
+func TestNodeRepairGate(t *testing.T) {
+	cases := map[string]struct {
+		args       []string
+		env        map[string]string
+		repair     bool
+		spotToSpot bool
+	}{
+		"default":                  {repair: true},
+		"flag turns it off":        {args: []string{"--feature-gates=NodeRepair=false"}, repair: false},
+		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=false"}, repair: false},
+		"other gate named only":    {args: []string{"--feature-gates=SpotToSpotConsolidation=true"}, repair: true, spotToSpot: true},
+		"explicitly on":            {env: map[string]string{"FEATURE_GATES": "NodeRepair=true"}, repair: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, err := parse(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			g, err := o.Gates()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.NodeRepair != tc.repair || g.SpotToSpotConsolidation != tc.spotToSpot {
+				t.Errorf("gates = %+v, want NodeRepair %v SpotToSpotConsolidation %v", g, tc.repair, tc.spotToSpot)
+			}
+		})
+	}
+}
