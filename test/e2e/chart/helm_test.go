@@ -141,7 +141,7 @@ func TestBadValuesFailNamingTheKey(t *testing.T) {
 		"misspelt setting":        {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.clustername=x"}, want: []string{"clustername"}},
 		"mistyped replicas":       {chart: "dovetail", set: []string{"cloudProvider=kwok", "replicas=two"}, want: []string{"replicas"}},
 		"mistyped feature gate":   {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.spotToSpotConsolidation=yes"}, want: []string{"spotToSpotConsolidation"}},
-		"gate Dovetail lacks":     {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.nodeRepair=true"}, want: []string{"nodeRepair"}},
+		"gate Dovetail lacks":     {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.reservedCapacity=true"}, want: []string{"reservedCapacity"}},
 		"unknown provider":        {chart: "dovetail", set: []string{"cloudProvider=gce"}, want: []string{"cloudProvider"}},
 		"bad duration":            {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.batchMaxDuration=10 seconds"}, want: []string{"batchMaxDuration"}},
 		"bad log level":           {chart: "dovetail", set: []string{"cloudProvider=kwok", "logLevel=verbose"}, want: []string{"logLevel"}},
@@ -229,6 +229,16 @@ func TestOptionalObjectsRender(t *testing.T) {
 	if k, _ := render("--set", "dashboards.enabled=true"); k["ConfigMap"] != 2 {
 		t.Errorf("want 2 dashboard ConfigMaps: %v", k)
 	}
+	for value, want := range map[string]string{"": "SpotToSpotConsolidation=false,NodeRepair=true", "false": "SpotToSpotConsolidation=false,NodeRepair=false"} {
+		args := []string{}
+		if value != "" {
+			args = []string{"--set", "settings.featureGates.nodeRepair=" + value}
+		}
+		_, objs := render(args...)
+		if got := deploymentEnv(t, objs, "FEATURE_GATES"); got != want {
+			t.Errorf("nodeRepair=%q: FEATURE_GATES %q, want %q", value, got, want)
+		}
+	}
 	const arn = "arn:aws:iam::111122223333:role/DovetailController-c1"
 	_, objs := render("--set", `serviceAccount.annotations.eks\.amazonaws\.com/role-arn=`+arn)
 	for _, obj := range objs {
@@ -238,4 +248,30 @@ func TestOptionalObjectsRender(t *testing.T) {
 			}
 		}
 	}
+}
+
+// deploymentEnv returns the value of the controller container's environment
+// variable in the rendered Deployment.
+func deploymentEnv(t *testing.T, objs []*unstructured.Unstructured, name string) string {
+	t.Helper()
+	for _, obj := range objs {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range containers {
+			env, _, _ := unstructured.NestedSlice(c.(map[string]any), "env")
+			for _, e := range env {
+				if e.(map[string]any)["name"] == name {
+					v, _ := e.(map[string]any)["value"].(string)
+					return v
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s in the rendered Deployment", name)
+	return ""
 }
