@@ -39,6 +39,11 @@ const strictEnv = "DOVETAIL_FIDELITY_STRICT"
 // schedulable.
 const schedulerLag = 2 * time.Second
 
+// overriddenWhy is why a pod that held its nomination to a schedulable node
+// from before the node was schedulable, and needs only room, bound
+// elsewhere.
+const overriddenWhy = "OVERRIDDEN: held its nomination to a node from before the node was schedulable, needs only room"
+
 // workload is one Deployment of the mix.
 type workload struct {
 	name        string
@@ -237,7 +242,7 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 	// before their planned node could take pods; they had lost their
 	// nomination (the kube-scheduler clears it when an attempt fails) by
 	// the time the node could; or they still held it then (overridden).
-	var notNominated, early, lost, constrainedAway, overridden int
+	var notNominated, early, lost, late, constrainedAway, overridden int
 	// Where they went: a node that existed before the test, one planned for
 	// other pods, one planned for none.
 	var toPreexisting, toOthers, toUnplanned int
@@ -288,9 +293,12 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 		case !p.nominated:
 			lost++
 			why = "had lost its nomination when it bound"
-		case !p.constrained:
+		case p.planAt.After(planned.schedulable):
+			late++
+			why = "nominated only after its planned node was schedulable (its room may have gone)"
+		case !p.constrained && p.planAt.Before(planned.schedulable):
 			overridden++
-			why = "OVERRIDDEN: held its nomination to a schedulable node, needs only room"
+			why = overriddenWhy
 		default:
 			constrainedAway++
 			why = "held its nomination to a schedulable node its spread or affinity terms did not admit then"
@@ -309,7 +317,7 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 		line := fmt.Sprintf("elsewhere %s (%s): planned onto %s (schedulable at %s), nominations %v first at %s, cleared %d times (last at %s); bound to %s at %s (%s, schedulable at %s): %s",
 			p.name, p.app, plan[i], rel(planned.schedulable), p.plans, rel(p.planAt), p.clears, rel(p.clearedAt),
 			p.node, rel(p.boundAt), where, rel(target.schedulable), why)
-		if p.nominated && !p.constrained && why != "bound before its planned node was schedulable" {
+		if why == overriddenWhy {
 			overrides = append(overrides, line)
 		} else {
 			sample("%s", line)
@@ -352,8 +360,8 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 
 	t.Logf("pods: %d bound to their planned node, %d bound elsewhere, %d pending, of %d; %d bound without a plan the test could see; %d never nominated by Dovetail before binding",
 		onPlan, elsewhere, pending, total, unplannedPods, unnominated)
-	t.Logf("bound elsewhere: %d never nominated, %d bound before their planned node was schedulable, %d had lost their nomination (cleared by the kube-scheduler) when they bound, %d held it but their spread or affinity terms kept them off the node then, %d held it and needed only room; onto %d nodes that existed before, %d nodes planned for other pods, %d planned for none",
-		notNominated, early, lost, constrainedAway, overridden, toPreexisting, toOthers, toUnplanned)
+	t.Logf("bound elsewhere: %d never nominated, %d bound before their planned node was schedulable, %d had lost their nomination (cleared by the kube-scheduler) when they bound, %d were nominated only after the node was schedulable, %d held it but their spread or affinity terms kept them off the node then, %d held it from before the node was schedulable and needed only room; onto %d nodes that existed before, %d nodes planned for other pods, %d planned for none",
+		notNominated, early, lost, late, constrainedAway, overridden, toPreexisting, toOthers, toUnplanned)
 	t.Logf("nominations: %d pods lost Dovetail's nomination before binding, %d were planned onto more than one NodeClaim, %d were nominated by another manager; owners of nominatedNodeName seen: %v",
 		cleared, replanned, schedulerNominated, managers)
 	t.Logf("NodeClaims: %d created, %d beyond the first plan %v, %d planned for no pod %v, %d empty %v, %d deleted %v",
@@ -364,15 +372,18 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 	for _, s := range overrides {
 		t.Log(s)
 	}
+	if len(overrides) > 0 {
+		logFill(t, pods, nodes, plan)
+	}
 
 	if pending > 0 {
 		t.Errorf("%d pods never bound", pending)
 	}
 	if overridden > 0 {
-		t.Errorf("%d pods without spread or affinity terms held Dovetail's nomination to a node schedulable for %s and bound elsewhere: the plan overfilled the node, or the scheduler did not keep room for the nominated pods", overridden, schedulerLag)
+		t.Errorf("%d pods without spread or affinity terms held Dovetail's nomination from before their node was schedulable and bound elsewhere more than %s after it was: the plan overfilled the node, or the scheduler did not keep room for the nominated pods (see the node fill logged above)", overridden, schedulerLag)
 	}
 	if len(empty)+len(deleted) > 0 {
-		t.Errorf("NodeClaims wasted: %d left empty, %d deleted", len(empty), len(deleted))
+		t.Errorf("NodeClaims wasted: %d left empty, %d deleted (a claim marked Drifted is replaced: see the NodePool hash line below)", len(empty), len(deleted))
 	}
 	if os.Getenv(strictEnv) == "true" {
 		if elsewhere > 0 {
@@ -381,6 +392,41 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 		if len(beyond)+len(unplanned) > 0 {
 			t.Errorf("NodeClaims beyond the plan: %d launched for pods already planned onto another, %d for pods the test saw no plan for", len(beyond), len(unplanned))
 		}
+	}
+}
+
+// logFill logs, for each node, its allocatable cpu and memory against the
+// requests of the pods planned onto it and of those that bound to it.
+func logFill(t *testing.T, pods []podRecord, nodes map[string]nodeRecord, plan []string) {
+	t.Helper()
+	type fill struct{ plannedCPU, plannedMem, boundCPU, boundMem int64 }
+	fills := map[string]*fill{}
+	at := func(node string) *fill {
+		if fills[node] == nil {
+			fills[node] = &fill{}
+		}
+		return fills[node]
+	}
+	for i, p := range pods {
+		if plan[i] != "" {
+			f := at(plan[i])
+			f.plannedCPU += p.cpu
+			f.plannedMem += p.memory
+		}
+		if p.node != "" {
+			f := at(p.node)
+			f.boundCPU += p.cpu
+			f.boundMem += p.memory
+		}
+	}
+	names := make([]string, 0, len(fills))
+	for name := range fills {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f, n := fills[name], nodes[name]
+		t.Logf("node %s: allocatable %dm/%dMi, planned %dm/%dMi, bound %dm/%dMi", name, n.cpu, n.memory>>20, f.plannedCPU, f.plannedMem>>20, f.boundCPU, f.boundMem>>20)
 	}
 }
 

@@ -34,6 +34,8 @@ type podRecord struct {
 	// constrained: the pod has affinity or topology spread terms; a pod
 	// without needs only room on a node.
 	constrained bool
+	// cpu (millicores) and memory (bytes) the pod requests.
+	cpu, memory int64
 	// plan is the last non-empty nominatedNodeName Dovetail gave the pod
 	// while it waited; plans lists the distinct values it gave, in order.
 	plan   string
@@ -65,6 +67,8 @@ type nodeRecord struct {
 	firstSeen   time.Time
 	// claim is the NodeClaim that owns the node, if any.
 	claim string
+	// cpu (millicores) and memory (bytes) allocatable.
+	cpu, memory int64
 	// schedulable is when the node was first seen without a taint that
 	// keeps pods off (zero while it has one).
 	schedulable time.Time
@@ -191,6 +195,11 @@ func (w *watch) onPod(obj any) {
 	r := w.pod(pod.UID, pod.Name)
 	r.app = pod.Labels["app"]
 	r.constrained = pod.Spec.Affinity != nil || len(pod.Spec.TopologySpreadConstraints) > 0
+	r.cpu, r.memory = 0, 0
+	for _, c := range pod.Spec.Containers {
+		r.cpu += c.Resources.Requests.Cpu().MilliValue()
+		r.memory += c.Resources.Requests.Memory().Value()
+	}
 	if r.node == "" {
 		if pod.Spec.NodeName == "" && pod.Status.NominatedNodeName == "" && r.nominated {
 			r.nominated = false
@@ -274,6 +283,7 @@ func (w *watch) onNode(obj any) {
 		r = &nodeRecord{firstSeen: now}
 		w.nodes[n.Name] = r
 	}
+	r.cpu, r.memory = n.Status.Allocatable.Cpu().MilliValue(), n.Status.Allocatable.Memory().Value()
 	for _, ref := range n.OwnerReferences {
 		if ref.Kind == "NodeClaim" {
 			r.claim = ref.Name
