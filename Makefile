@@ -77,7 +77,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-man
 # controllers) and the integration tests that drive them concurrently.
 RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers/... ./internal/disruption/... \
 	./internal/localaws/... ./internal/cloudprovider/... ./internal/catalog/... ./internal/conversion/... \
-	./internal/operator/... ./internal/cli/... ./internal/crdinstall/ ./internal/runaway/ \
+	./internal/operator/... ./internal/cli/... ./internal/crdinstall/ ./internal/runaway/ ./internal/nodepoolutil/ \
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
 	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/ ./test/integration/repair/
 

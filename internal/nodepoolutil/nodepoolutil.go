@@ -30,12 +30,16 @@ const HashVersion = "v3"
 // are re-stamped with HashVersion; the old hash is never computed again.
 const LegacyHashVersion = "dovetail-v1"
 
-// hashOptions are the options Karpenter's NodePool.Hash() passes to
-// hashstructure (format v2).
-var hashOptions = &hashstructure.HashOptions{
-	SlicesAsSets:    true,
-	IgnoreZeroValue: true,
-	ZeroNil:         true,
+// hashOptions returns the options Karpenter's NodePool.Hash() passes to
+// hashstructure (format v2). Each call gets its own: hashstructure keeps its
+// hasher in the options it is given, so options shared by concurrent calls
+// mix their inputs into each other's hashes.
+func hashOptions() *hashstructure.HashOptions {
+	return &hashstructure.HashOptions{
+		SlicesAsSets:    true,
+		IgnoreZeroValue: true,
+		ZeroNil:         true,
+	}
 }
 
 // TemplateHash returns the NodePool template hash exactly as Karpenter v1
@@ -50,7 +54,7 @@ var hashOptions = &hashstructure.HashOptions{
 // terminationGracePeriod are hashed; the order of taints and of map keys
 // does not matter.
 func TemplateHash(np *v1.NodePool) string {
-	h, err := hashstructure.Hash(hashedTemplate(np), hashstructure.FormatV2, hashOptions)
+	h, err := hashstructure.Hash(hashedTemplate(np), hashstructure.FormatV2, hashOptions())
 	if err != nil {
 		// The template holds only strings, maps, slices, pointers and
 		// integers, which hashstructure always hashes.

@@ -2,6 +2,7 @@ package nodepoolutil
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,5 +187,40 @@ func TestSortByWeight(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"heavy", "c", "a", "b"}, names); diff != "" {
 		t.Errorf("order mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestTemplateHashConcurrently: provisioning, the hash controller and the
+// drift check hash templates at the same time. Each call must hash alone:
+// a hasher shared between calls mixed their inputs, so NodeClaims created
+// in parallel got wrong hashes and were marked Drifted during a scale-out.
+func TestTemplateHashConcurrently(t *testing.T) {
+	pools := []*v1.NodePool{pool("a", nil), pool("b", ptr.To[int32](10))}
+	pools[1].Spec.Template.ObjectMeta.Labels["team"] = "b"
+	want := []string{TemplateHash(pools[0]), TemplateHash(pools[1])}
+	if want[0] == want[1] {
+		t.Fatal("the two templates hash alike; the test needs different ones")
+	}
+	const goroutines, calls = 16, 200
+	wrong := make(chan string, goroutines*calls)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				k := (g + i) % 2
+				if got := TemplateHash(pools[k]); got != want[k] {
+					wrong <- got
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(wrong)
+	n := 0
+	for range wrong {
+		n++
+	}
+	if n > 0 {
+		t.Errorf("%d of %d concurrent hashes differ from the template's hash", n, goroutines*calls)
 	}
 }
