@@ -133,7 +133,24 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	if at := claims.deletedAt(e.claim.Name); at.Before(expiredAt.Add(-time.Second)) {
 		t.Errorf("NodeClaim %s deleted at %s, before it expired at %s", e.claim.Name, at, expiredAt)
 	}
-	pods = workloads.WaitRunning(t, testEnv.Client, ns, "fill-e", 1, 3*time.Minute)
+	// The claim's deletion is seen before the drain evicts the pod, which
+	// still runs on the expiring node for a moment: wait for it to run
+	// elsewhere (or time out, and the check below says where it is).
+	var moved []corev1.Pod
+	env.Eventually(t, 3*time.Minute, "the fill-e pod to run off the expired node", func(ctx context.Context) (bool, error) {
+		list := &corev1.PodList{}
+		if err := testEnv.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "fill-e"}); err != nil {
+			return false, err
+		}
+		moved = moved[:0]
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName != e.node.Name {
+				moved = append(moved, p)
+			}
+		}
+		return len(list.Items) == 1 && len(moved) == 1, nil
+	})
+	pods = moved
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pods[0].Spec.NodeName}}
 	env.Get(ctx, t, testEnv.Client, node)
 	if node.Name == e.node.Name || node.Labels[v1.NodePoolLabelKey] != expiring.Name || node.Labels[corev1.LabelInstanceTypeStable] != instanceType {
