@@ -64,14 +64,36 @@ func (c *CloudProvider) GetSupportedNodeClasses() []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{NodeClassGVK()}
 }
 
-// RepairPolicies replaces nodes whose Ready condition has been False or
-// Unknown for 30 minutes, as Karpenter's AWS provider does.
+// RepairPolicies are the node conditions that get a node replaced, as
+// Karpenter's AWS provider declares them: the kubelet's Ready False or
+// Unknown for 30 minutes, and the conditions the EKS node monitoring agent
+// sets: AcceleratedHardwareReady False (a failed GPU or Neuron device) for
+// 10 minutes, StorageReady, NetworkingReady, KernelReady and
+// ContainerRuntimeReady False for 30 minutes.
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	policy := func(condition string, status metav1.ConditionStatus, toleration time.Duration) cloudprovider.RepairPolicy {
+		return cloudprovider.RepairPolicy{ConditionType: condition, ConditionStatus: status, TolerationDuration: toleration}
+	}
 	return []cloudprovider.RepairPolicy{
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: metav1.ConditionFalse, TolerationDuration: 30 * time.Minute},
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: metav1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+		policy(string(corev1.NodeReady), metav1.ConditionFalse, 30*time.Minute),
+		policy(string(corev1.NodeReady), metav1.ConditionUnknown, 30*time.Minute),
+		policy(ConditionAcceleratedHardwareReady, metav1.ConditionFalse, 10*time.Minute),
+		policy(ConditionStorageReady, metav1.ConditionFalse, 30*time.Minute),
+		policy(ConditionNetworkingReady, metav1.ConditionFalse, 30*time.Minute),
+		policy(ConditionKernelReady, metav1.ConditionFalse, 30*time.Minute),
+		policy(ConditionContainerRuntimeReady, metav1.ConditionFalse, 30*time.Minute),
 	}
 }
+
+// Node conditions the EKS node monitoring agent sets, which RepairPolicies
+// repairs on.
+const (
+	ConditionAcceleratedHardwareReady = "AcceleratedHardwareReady"
+	ConditionStorageReady             = "StorageReady"
+	ConditionNetworkingReady          = "NetworkingReady"
+	ConditionKernelReady              = "KernelReady"
+	ConditionContainerRuntimeReady    = "ContainerRuntimeReady"
+)
 
 // GetInstanceTypes returns the instance types of the NodePool's
 // EC2NodeClass that one of the class's resolved AMIs suits (the others
