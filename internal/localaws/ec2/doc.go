@@ -36,7 +36,9 @@
 //     TotalTargetCapacity launches from the first pool that works. A launch
 //     template whose CapacityReservationSpecification targets a capacity
 //     reservation launches only its type in its zone, one slot per
-//     instance; a full reservation is ReservationCapacityExceeded.
+//     instance; a full reservation is ReservationCapacityExceeded. An
+//     on-demand launch whose template does not set the preference none runs
+//     in a matching active open reservation with a slot, as on EC2.
 //     DefaultTargetCapacityType capacity-block is served as on-demand.
 //     A ClientToken makes it idempotent, as EC2 documents: the same token
 //     with the same parameters answers the first answer again and launches

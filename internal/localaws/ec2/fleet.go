@@ -440,6 +440,13 @@ func (s *Service) launchLocked(c *override, capacityType string, n int, fleetID 
 	now := s.now()
 	target := targetedReservation(c.lt)
 	cr := s.reservationLocked(target) // nil when the template targets none
+	if cr == nil && capacityType == CapacityTypeOnDemand {
+		// An on-demand launch whose template does not opt out is absorbed
+		// by an open reservation that matches it, as on EC2.
+		if cr = s.openReservationLocked(c, tenancy, c.lt.Data.Params["CapacityReservationSpecification.CapacityReservationPreference"]); cr != nil {
+			target = cr.ID
+		}
+	}
 	var ids []string
 	for range n {
 		if cr != nil && cr.AvailableInstanceCount <= 0 {

@@ -247,6 +247,25 @@ func targetedReservation(lt *launchTemplate) string {
 	return lt.Data.Params["CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"]
 }
 
+// openReservationLocked returns the open reservation an on-demand launch of
+// the candidate runs in, or nil: EC2 puts a matching launch (instance type,
+// zone, default tenancy) into an active open On-Demand Capacity Reservation
+// with a free slot unless the launch template's
+// CapacityReservationPreference is "none" (or capacity-reservations-only,
+// which targets one). Capacity Blocks are never open.
+func (s *Service) openReservationLocked(c *override, tenancy, preference string) *CapacityReservation {
+	if preference != "" && preference != "open" || tenancy != "default" {
+		return nil
+	}
+	for _, cr := range s.st.reservations {
+		if cr.InstanceMatchCriteria == "open" && cr.ReservationType == ReservationTypeDefault && cr.State == "active" &&
+			cr.InstanceType == c.typ && cr.Zone == c.zone && cr.AvailableInstanceCount > 0 {
+			return cr
+		}
+	}
+	return nil
+}
+
 // reservationUnavailableLocked tells why a candidate of a launch template
 // that targets reservation id cannot launch into it; "" when it can. EC2
 // launches into a targeted reservation only instances of its type in its

@@ -168,3 +168,55 @@ func TestCreateFleetIntoReservation(t *testing.T) {
 		t.Errorf("launch after release: instances %+v errors %+v", out.Instances, out.Errors)
 	}
 }
+
+// TestOpenReservationAbsorbsOnDemandLaunches: as on EC2, an on-demand
+// launch whose template does not opt out runs in an open reservation of its
+// type and zone while it has a slot; a template with preference none, a
+// spot launch, a targeted reservation and a full one take no slot.
+func TestOpenReservationAbsorbsOnDemandLaunches(t *testing.T) {
+	e := newEnv(t, 1)
+	ctx := context.Background()
+	open, err := e.svc.AddCapacityReservation(CapacityReservation{InstanceType: "m5.large", Zone: "us-east-1a", AvailableInstanceCount: 1})
+	must(t, err)
+	_, err = e.svc.AddCapacityReservation(CapacityReservation{InstanceType: "c5.large", Zone: "us-east-1a", AvailableInstanceCount: 1, InstanceMatchCriteria: "targeted"})
+	must(t, err)
+	plain := e.createTemplate(t, "plain", e.images[0].ID)
+	optOut, err := e.client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("opt-out"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+			ImageId: aws.String(e.images[0].ID),
+			CapacityReservationSpecification: &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+				CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+			},
+		},
+	})
+	must(t, err)
+	reservationOf := func(lt string, capacityType ec2types.DefaultTargetCapacityType, instanceType string) string {
+		t.Helper()
+		out, err := e.fleet(t, lt, capacityType, 1, [2]string{instanceType, e.subnets[0].ID})
+		must(t, err)
+		if len(out.Instances) != 1 {
+			t.Fatalf("%s %s launch from %s: instances %+v errors %+v", capacityType, instanceType, lt, out.Instances, out.Errors)
+		}
+		di, err := e.client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: out.Instances[0].InstanceIds})
+		must(t, err)
+		return aws.ToString(di.Reservations[0].Instances[0].CapacityReservationId)
+	}
+	cases := []struct {
+		name, template string
+		capacityType   ec2types.DefaultTargetCapacityType
+		instanceType   string
+		want           string
+	}{
+		{"preference none", *optOut.LaunchTemplate.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeOnDemand, "m5.large", ""},
+		{"spot", *plain.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeSpot, "m5.large", ""},
+		{"targeted reservation of the type", *plain.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeOnDemand, "c5.large", ""},
+		{"open reservation", *plain.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeOnDemand, "m5.large", open.ID},
+		{"open reservation full", *plain.LaunchTemplateName, ec2types.DefaultTargetCapacityTypeOnDemand, "m5.large", ""},
+	}
+	for _, tc := range cases {
+		if got := reservationOf(tc.template, tc.capacityType, tc.instanceType); got != tc.want {
+			t.Errorf("%s: instance capacityReservationId = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -286,3 +286,37 @@ func TestCapacityBlockLaunchAndExpiry(t *testing.T) {
 		t.Fatalf("Create while the block expires = %v, %v; want on-demand", next, err)
 	}
 }
+
+// TestOnDemandLaunchStaysOutOfOpenReservations: an open On-Demand Capacity
+// Reservation the class does not select must not absorb the provider's
+// on-demand launch (EC2 would, by default): the provider's launch templates
+// say preference none, as Karpenter's do, so the node is the on-demand node
+// it planned and the reservation keeps its slots for whoever owns them.
+func TestOnDemandLaunchStaysOutOfOpenReservations(t *testing.T) {
+	h := newHarness(t, "openres")
+	ctx := context.Background()
+	for _, zone := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
+		if _, err := h.server.AddCapacityReservation(localec2.CapacityReservation{InstanceType: "m5.large", Zone: zone, AvailableInstanceCount: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.createClass(t, h.defaultClass("openres"))
+	h.reconcile(t, "openres")
+	launched, err := h.rt.CloudProvider.Create(ctx, claimFor("openres-1", "openres", []string{"m5.large"}, []string{"on-demand"}))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if got := launched.Labels[karpv1.CapacityTypeLabelKey]; got != karpv1.CapacityTypeOnDemand {
+		t.Errorf("launched capacity type %q, want on-demand", got)
+	}
+	for _, inst := range h.server.EC2().Instances() {
+		if inst.CapacityReservationID != "" {
+			t.Errorf("instance %s runs in open reservation %s", inst.ID, inst.CapacityReservationID)
+		}
+	}
+	for _, cr := range h.server.EC2().CapacityReservations() {
+		if cr.AvailableInstanceCount != 2 {
+			t.Errorf("reservation %s in %s has %d slots left, want 2", cr.ID, cr.Zone, cr.AvailableInstanceCount)
+		}
+	}
+}

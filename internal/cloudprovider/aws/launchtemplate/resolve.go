@@ -242,9 +242,16 @@ func templateData(nc *awsv1.EC2NodeClass, imageID, userData, capacityType string
 
 // reservationSpec makes the templates of a reserved launch target its
 // reservation, and those of a capacity block use the capacity-block market.
-// Other launches leave the specification unset (EC2's default, open).
+// Other launches opt out of open reservations (preference none).
 func reservationSpec(data *ec2types.RequestLaunchTemplateData, in Input) {
 	if in.CapacityReservationID == "" {
+		// Spot and on-demand launches stay out of open On-Demand Capacity
+		// Reservations, as Karpenter's do: an open reservation absorbing an
+		// on-demand launch would take a slot the provider counts as free
+		// and price the node as reserved capacity it did not plan.
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone,
+		}
 		return
 	}
 	data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
