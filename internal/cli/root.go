@@ -21,6 +21,6 @@ Karpenter manifests apply unchanged.`,
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.AddCommand(NewDemoCommand(streams), NewUpCommand(streams), NewControllerCommand(streams), NewConvertCommand(streams),
-		NewSnapshotCommand(streams), NewSimulateCommand(streams), NewExplainCommand(streams))
+		NewSnapshotCommand(streams), NewSimulateCommand(streams), NewExplainCommand(streams), NewViewCommand(streams))
 	return root
 }
