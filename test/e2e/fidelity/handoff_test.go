@@ -110,8 +110,8 @@ func hostnameAntiAffinity(d *appsv1.Deployment) {
 // Dovetail planned it onto, and why not, and the NodeClaims against the
 // plan.
 //
-// It fails when a pod stays pending, when a NodeClaim is left empty or
-// deleted, and when a pod that needs only room held its nomination to a
+// It fails when a pod stays pending, when a NodeClaim of the first plan is
+// left empty or any NodeClaim is deleted, and when a pod that needs only room held its nomination to a
 // node that had been schedulable for schedulerLag and still bound
 // elsewhere (the kube-scheduler tries the nominated node first and keeps
 // room there for nominated pods, so that would mean the plan overfilled
@@ -403,10 +403,24 @@ func report(t *testing.T, w *watch, start time.Time, total int) {
 	if overridden > 0 {
 		t.Errorf("%d pods without spread or affinity terms held Dovetail's nomination from before their node was schedulable and bound elsewhere more than %s after it was: the plan overfilled the node, or the scheduler did not keep room for the nominated pods (see the node fill logged above)", overridden, schedulerLag)
 	}
-	if len(empty)+len(deleted) > 0 {
-		t.Errorf("NodeClaims wasted: %d left empty, %d deleted (a claim marked Drifted is replaced: see the NodePool hash line below)", len(empty), len(deleted))
+	// An empty claim launched beyond the first plan (for pods already
+	// planned onto another claim, which then bound elsewhere) is what
+	// pods binding off plan cost today: consolidation removes it, and it
+	// fails only in strict mode. An empty claim of the first plan, or any
+	// deleted claim (a claim marked Drifted is replaced), always fails.
+	var emptyPlanned []string
+	for _, name := range empty {
+		if !slices.Contains(beyond, name) {
+			emptyPlanned = append(emptyPlanned, name)
+		}
+	}
+	if len(emptyPlanned)+len(deleted) > 0 {
+		t.Errorf("NodeClaims wasted: %d of the first plan left empty %v, %d deleted (a claim marked Drifted is replaced: see the NodePool hash line below)", len(emptyPlanned), emptyPlanned, len(deleted))
 	}
 	if os.Getenv(strictEnv) == "true" {
+		if n := len(empty) - len(emptyPlanned); n > 0 {
+			t.Errorf("%d NodeClaims launched beyond the first plan were left empty", n)
+		}
 		if elsewhere > 0 {
 			t.Errorf("%d pods bound to a node other than the one Dovetail planned them onto", elsewhere)
 		}
