@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -163,4 +164,34 @@ func (e *Environment) DeleteAll(t testing.TB, list client.ObjectList, objs func(
 // Describe formats an object reference for failure messages.
 func Describe(obj client.Object) string {
 	return fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+}
+
+// CreateWithStatus creates obj and then writes the status it was given,
+// which the API server drops on create (Nodes, NodeClaims, Pods and
+// PodDisruptionBudgets; other kinds are only created). Tests use it to lay
+// out a cluster as controllers would have left it.
+func (e *Environment) CreateWithStatus(t testing.TB, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	status := obj.DeepCopyObject().(client.Object)
+	obj.SetResourceVersion("")
+	obj.SetUID("")
+	if err := e.Client.Create(ctx, obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	switch s := status.(type) {
+	case *corev1.Node:
+		obj.(*corev1.Node).Status = s.Status
+	case *v1.NodeClaim:
+		obj.(*v1.NodeClaim).Status = s.Status
+	case *policyv1.PodDisruptionBudget:
+		obj.(*policyv1.PodDisruptionBudget).Status = s.Status
+	case *corev1.Pod:
+		obj.(*corev1.Pod).Status = s.Status
+	default:
+		return
+	}
+	if err := e.Client.Status().Update(ctx, obj); err != nil {
+		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
+	}
 }

@@ -37,7 +37,7 @@ func TestExplainPendingPod(t *testing.T) {
 	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	broken := whatiftest.NodePool("broken", "broken", 2, "30s")
 	for _, np := range []*v1.NodePool{wide, small, limited, tainted, broken} {
-		create(t, np)
+		testEnv.CreateWithStatus(t, np)
 	}
 	big := whatiftest.Pod(ns, "big", "big", "", "100", "8Gi")
 	testEnv.CreatePendingPod(t, big)
@@ -100,7 +100,7 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 	frozen := whatiftest.NodePool("frozen", "default", 0, "30s")
 	frozen.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0")}}
 	for _, np := range []*v1.NodePool{whatiftest.NodePool("default", "default", 0, "30s"), patient, frozen} {
-		create(t, np)
+		testEnv.CreateWithStatus(t, np)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	m5, c6a := catalogType(t, "m5.xlarge"), catalogType(t, "c6a.2xlarge")
@@ -130,9 +130,9 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 		if m.mutate != nil {
 			m.mutate(n, nc)
 		}
-		create(t, n)
-		create(t, nc)
-		create(t, whatiftest.Pod(ns, strings.TrimPrefix(m.name, "node-")+"-0", strings.TrimPrefix(m.name, "node-"), m.name, m.cpu, "2Gi"))
+		testEnv.CreateWithStatus(t, n)
+		testEnv.CreateWithStatus(t, nc)
+		testEnv.CreateWithStatus(t, whatiftest.Pod(ns, strings.TrimPrefix(m.name, "node-")+"-0", strings.TrimPrefix(m.name, "node-"), m.name, m.cpu, "2Gi"))
 	}
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "pdb", Namespace: ns},
@@ -141,7 +141,7 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pdb"}},
 		},
 	}
-	create(t, pdb)
+	testEnv.CreateWithStatus(t, pdb)
 
 	cases := map[string]string{
 		"node-dnd":    "Node has karpenter.sh/do-not-disrupt annotation",
@@ -187,7 +187,7 @@ func TestExplainNodePoolBudgets(t *testing.T) {
 			Schedule: new("0 9 * * 1-5"), Duration: &metav1.Duration{Duration: 8 * time.Hour}},
 		{Nodes: intstr.FromString("1")},
 	}
-	create(t, np)
+	testEnv.CreateWithStatus(t, np)
 	monday := time.Date(2025, 1, 6, 12, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		now        time.Time
@@ -239,7 +239,7 @@ func TestExplainAndSimulateCommands(t *testing.T) {
 		t.Errorf("simulate without NodePool: %v, want ErrNoNodePool", err)
 	}
 	createNodeClass(t, "default", true, "")
-	create(t, whatiftest.NodePool("default", "default", 0, "30s"))
+	testEnv.CreateWithStatus(t, whatiftest.NodePool("default", "default", 0, "30s"))
 	out, err := run("explain", "nodepool", "default")
 	if err != nil || !strings.Contains(out, "nodepool default: NodePool is ready") || !strings.Contains(out, "always active") {
 		t.Errorf("explain nodepool: %v\n%s", err, out)

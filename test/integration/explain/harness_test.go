@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,33 +52,6 @@ func createNodeClass(t *testing.T, name string, ready bool, message string) {
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: "Ready", Status: status, Reason: "Test", Message: message})
 	if err := testEnv.Client.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// create creates an object and its status (the API drops status on create).
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	status := obj.DeepCopyObject().(client.Object)
-	obj.SetResourceVersion("")
-	obj.SetUID("")
-	if err := testEnv.Client.Create(ctx, obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-	switch s := status.(type) {
-	case *corev1.Node:
-		obj.(*corev1.Node).Status = s.Status
-	case *v1.NodeClaim:
-		obj.(*v1.NodeClaim).Status = s.Status
-	case *policyv1.PodDisruptionBudget:
-		obj.(*policyv1.PodDisruptionBudget).Status = s.Status
-	case *corev1.Pod:
-		obj.(*corev1.Pod).Status = s.Status
-	default:
-		return
-	}
-	if err := testEnv.Client.Status().Update(ctx, obj); err != nil {
-		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
 	}
 }
 

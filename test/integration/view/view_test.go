@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -32,31 +31,6 @@ func run(args ...string) (string, error) {
 	root.SetArgs(args)
 	err := root.Execute()
 	return out.String(), err
-}
-
-// create creates an object and then writes its status.
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	status := obj.DeepCopyObject().(client.Object)
-	obj.SetResourceVersion("")
-	obj.SetUID("")
-	if err := testEnv.Client.Create(ctx, obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-	switch s := status.(type) {
-	case *corev1.Node:
-		obj.(*corev1.Node).Status = s.Status
-	case *v1.NodeClaim:
-		obj.(*v1.NodeClaim).Status = s.Status
-	case *corev1.Pod:
-		obj.(*corev1.Pod).Status = s.Status
-	default:
-		return
-	}
-	if err := testEnv.Client.Status().Update(ctx, obj); err != nil {
-		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
-	}
 }
 
 func catalogType(t *testing.T, name string) *cloudprovider.InstanceType {
@@ -81,8 +55,8 @@ func TestViewOnce(t *testing.T) {
 	if err := testEnv.Client.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
-	create(t, whatiftest.NodePool("default", "default", 0, "30s"))
-	create(t, whatiftest.NodePool("spot", "default", 0, "30s"))
+	testEnv.CreateWithStatus(t, whatiftest.NodePool("default", "default", 0, "30s"))
+	testEnv.CreateWithStatus(t, whatiftest.NodePool("spot", "default", 0, "30s"))
 
 	large := catalogType(t, "m5.large")
 	busy, busyClaim := whatiftest.Machine("view-busy", "default", large, "us-east-1a", v1.CapacityTypeOnDemand)
@@ -92,12 +66,12 @@ func TestViewOnce(t *testing.T) {
 	flight.Status.NodeName, flight.Status.ProviderID = "", ""
 	flight.Status.Conditions = nil
 	for _, obj := range []client.Object{busy, busyClaim, drift, driftClaim, flight} {
-		create(t, obj)
+		testEnv.CreateWithStatus(t, obj)
 	}
-	create(t, whatiftest.Pod(ns, "web", "web", "view-busy", "1", "2Gi"))
+	testEnv.CreateWithStatus(t, whatiftest.Pod(ns, "web", "web", "view-busy", "1", "2Gi"))
 	held := whatiftest.Pod(ns, "db", "db", "view-drift", "500m", "1Gi")
 	held.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	create(t, held)
+	testEnv.CreateWithStatus(t, held)
 
 	out, err := run("view", "--once", "--kubeconfig", kubeconfig)
 	if err != nil {
@@ -198,7 +172,7 @@ func TestSourceFollowsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	create(t, whatiftest.NodePool("late", "default", 0, "30s"))
+	testEnv.CreateWithStatus(t, whatiftest.NodePool("late", "default", 0, "30s"))
 	for {
 		msg := src.Next(ctx)
 		if msg.Err != nil {
