@@ -79,7 +79,8 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 		return reconcile.Result{}, nil
 	}
 	policies := c.cloudProvider.RepairPolicies()
-	if _, _, _, ok := UnhealthyCondition(node, policies); !ok {
+	cond, policy, repairAt, unhealthy := UnhealthyCondition(node, policies)
+	if !unhealthy {
 		return reconcile.Result{}, nil
 	}
 	// 2. Only nodes Dovetail launched are repaired.
@@ -92,7 +93,6 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 
 	// 3. Not yet: come back when the toleration ends.
 	now := c.clock.Now()
-	cond, policy, repairAt, _ := UnhealthyCondition(node, policies)
 	if wait := repairAt.Sub(now); wait > 0 {
 		log.FromContext(ctx).V(1).Info("Node is unhealthy, waiting for the end of its toleration",
 			"condition", string(cond.Type), "status", string(cond.Status), "since", cond.LastTransitionTime.UTC().Format(time.RFC3339),
