@@ -42,7 +42,6 @@ type CloudProvider struct {
 	instanceTypes   InstanceTypeProvider
 	launchTemplates *launchtemplate.Provider
 	instances       *instance.Provider
-	suited          suitedTypes
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -114,7 +113,7 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.N
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
 	}
-	return c.suited.get(nc, its), nil
+	return its, nil
 }
 
 // Get returns the claim of the instance with the given provider ID.

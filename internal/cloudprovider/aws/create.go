@@ -46,7 +46,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
 	}
-	candidates := compatible(c.suited.get(nc, all), reqs, nodeClaim.Spec.Resources.Requests)
+	candidates := compatible(all, reqs, nodeClaim.Spec.Resources.Requests)
 	// 3. Reserved when allowed and a reservation has room, else spot when
 	//    allowed and available, else on-demand; cheapest types first.
 	capacityType := chooseCapacityType(candidates, reqs)

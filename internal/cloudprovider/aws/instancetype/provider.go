@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog/schema"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/launchtemplate"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/sdk"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/unavailable"
 )
@@ -83,6 +84,7 @@ type cacheKey struct {
 	pricesSeq      uint64
 	reservations   string
 	reservationSeq uint64
+	amis           string
 }
 
 type cacheEntry struct {
@@ -136,6 +138,7 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 		unavailableSeq: p.unavailable.SeqNum(),
 		pricesSeq:      p.prices.SeqNum(),
 		reservations:   reservationsKey(nc.Status.CapacityReservations),
+		amis:           amisKey(nc.Status.AMIs),
 	}
 	// Only a class with reservations has reserved offerings: a count change
 	// of some reservation leaves the others' cached lists alone.
@@ -153,6 +156,11 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudpr
 	types, err := p.compute(nc, data)
 	if err != nil {
 		return nil, err
+	}
+	// Only types one of the class's resolved AMIs suits can launch; a
+	// class with none resolved yet is not Ready and launches nothing.
+	if len(nc.Status.AMIs) > 0 {
+		types = launchtemplate.SuitedToAMIs(nc.Status.AMIs, types)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -182,6 +190,15 @@ func reservationsKey(crs []awsv1.CapacityReservation) string {
 		parts[i] = fmt.Sprintf("%s/%s/%s/%s/%d", cr.ID, cr.InstanceType, cr.AvailabilityZone, cr.State, n)
 	}
 	return strings.Join(parts, ",")
+}
+
+// amisKey identifies a class's resolved AMIs and their requirements.
+func amisKey(amis []awsv1.AMI) string {
+	var b strings.Builder
+	for _, ami := range amis {
+		fmt.Fprintf(&b, "%s%v;", ami.ID, ami.Requirements)
+	}
+	return b.String()
 }
 
 // subnetsKey renders the zones of the subnets, which the offerings depend on

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -335,4 +336,46 @@ func TestListConcurrently(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestListKeepsTypesTheClassAMIsSuit: a class offers only the types one of
+// its resolved AMIs suits (its architecture here); the filtered list is
+// cached with the rest, and follows the AMIs when they change.
+func TestListKeepsTypesTheClassAMIsSuit(t *testing.T) {
+	tp := newTestProvider(t, "us-east-1a")
+	nc := nodeClass("arch", catalog.AMIFamilyAL2023, "us-east-1a")
+	arch := func(a string) awsv1.AMI {
+		return awsv1.AMI{ID: "ami-" + a, Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{a}}}}
+	}
+	onlyArch := func(its []*cloudprovider.InstanceType, want string) {
+		t.Helper()
+		if len(its) == 0 {
+			t.Fatal("no types offered")
+		}
+		for _, it := range its {
+			if r, _ := it.Requirements.Get(corev1.LabelArchStable); !r.Has(want) || r.Len() != 1 {
+				t.Fatalf("%s (%s) offered with only %s AMIs", it.Name, r, want)
+			}
+		}
+	}
+	ctx := context.Background()
+	nc.Status.AMIs = []awsv1.AMI{arch("amd64")}
+	first, err := tp.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyArch(first, "amd64")
+	again, err := tp.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != len(again) || &first[0] != &again[0] {
+		t.Error("the same class and AMIs were filtered again instead of read from the cache")
+	}
+	nc.Status.AMIs = []awsv1.AMI{arch("arm64")}
+	arm, err := tp.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyArch(arm, "arm64")
 }
