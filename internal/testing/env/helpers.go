@@ -3,6 +3,7 @@ package env
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,4 +195,35 @@ func (e *Environment) CreateWithStatus(t testing.TB, obj client.Object) {
 	if err := e.Client.Status().Update(ctx, obj); err != nil {
 		t.Fatalf("writing the status of %T %s: %v", obj, obj.GetName(), err)
 	}
+}
+
+// DeleteTestNamespaces deletes every namespace Namespace made (named
+// test-…), and, when wait is positive, waits that long for their pods to be
+// gone, failing the test if they are not.
+func (e *Environment) DeleteTestNamespaces(t testing.TB, wait time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	namespaces := &corev1.NamespaceList{}
+	if err := e.Client.List(ctx, namespaces); err == nil {
+		for i := range namespaces.Items {
+			if strings.HasPrefix(namespaces.Items[i].Name, "test-") {
+				_ = e.Client.Delete(ctx, &namespaces.Items[i])
+			}
+		}
+	}
+	if wait <= 0 {
+		return
+	}
+	Eventually(t, wait, "every test pod to be gone", func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := e.Client.List(ctx, pods); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Namespace, "test-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

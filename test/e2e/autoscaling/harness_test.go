@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"testing"
 	"time"
 
@@ -114,26 +113,7 @@ func teardown(t *testing.T, controller *localcluster.Controller) {
 			t.Errorf("controller stopped with error: %v", err)
 		}
 	}()
-	namespaces := &corev1.NamespaceList{}
-	if err := testEnv.Client.List(ctx, namespaces); err == nil {
-		for i := range namespaces.Items {
-			if strings.HasPrefix(namespaces.Items[i].Name, "test-") {
-				_ = testEnv.Client.Delete(ctx, &namespaces.Items[i])
-			}
-		}
-	}
-	env.Eventually(t, 2*time.Minute, "every test pod to be gone", func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := testEnv.Client.List(ctx, pods); err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if strings.HasPrefix(p.Namespace, "test-") {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	testEnv.DeleteTestNamespaces(t, 2*time.Minute)
 	pools := &v1.NodePoolList{}
 	if err := testEnv.Client.List(ctx, pools); err == nil {
 		for i := range pools.Items {

@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -505,26 +504,7 @@ func teardown(t *testing.T, controller *localcluster.Controller, pool *v1.NodePo
 		}
 		_ = testEnv.Client.Delete(ctx, localcluster.DefaultNodeClass())
 	}()
-	namespaces := &corev1.NamespaceList{}
-	if err := testEnv.Client.List(ctx, namespaces); err == nil {
-		for i := range namespaces.Items {
-			if strings.HasPrefix(namespaces.Items[i].Name, "test-") {
-				_ = testEnv.Client.Delete(ctx, &namespaces.Items[i])
-			}
-		}
-	}
-	env.Eventually(t, 3*time.Minute, "every test pod to be gone", func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := testEnv.Client.List(ctx, pods); err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			if strings.HasPrefix(p.Namespace, "test-") {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	testEnv.DeleteTestNamespaces(t, 3*time.Minute)
 	_ = testEnv.Client.Delete(ctx, pool)
 	claims := &v1.NodeClaimList{}
 	if err := testEnv.Client.List(ctx, claims); err == nil {

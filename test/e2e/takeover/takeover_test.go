@@ -232,14 +232,7 @@ func startDovetail(t *testing.T) {
 func teardown(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	namespaces := &corev1.NamespaceList{}
-	if err := testEnv.Client.List(ctx, namespaces); err == nil {
-		for i := range namespaces.Items {
-			if strings.HasPrefix(namespaces.Items[i].Name, "test-") {
-				_ = testEnv.Client.Delete(ctx, &namespaces.Items[i])
-			}
-		}
-	}
+	testEnv.DeleteTestNamespaces(t, 0)
 	for _, list := range []client.ObjectList{&v1.NodePoolList{}, &v1.NodeClaimList{}} {
 		if err := testEnv.Client.List(ctx, list); err != nil {
 			continue
