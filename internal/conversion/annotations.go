@@ -19,8 +19,9 @@ import (
 const (
 	// V1FieldsAnnotationKey holds, on a v1beta1 NodePool or NodeClaim, a JSON
 	// object with the v1 values that v1beta1 cannot express (budget reasons,
-	// consolidateAfter with WhenEmptyOrUnderutilized, terminationGracePeriod, a
-	// NodeClaim's expireAfter, status.nodes, status.lastPodEventTime).
+	// consolidateAfter with WhenEmptyOrUnderutilized, the Balanced policy and
+	// its consolidationThreshold, terminationGracePeriod, a NodeClaim's
+	// expireAfter, status.nodes, status.lastPodEventTime).
 	V1FieldsAnnotationKey = "compatibility.karpenter.sh/v1-fields"
 	// EC2NodeClassV1FieldsAnnotationKey holds, on a v1beta1 EC2NodeClass, a JSON
 	// object with the v1 values that v1beta1 cannot express (kubelet,
@@ -44,7 +45,8 @@ type nodePoolV1Fields struct {
 	// Disruption is the whole v1 disruption block, kept when the v1beta1 one
 	// converts back to something else: budgets with reasons, a consolidateAfter
 	// other than 0s or Never with WhenEmptyOrUnderutilized, the document
-	// spelling WhenUnderutilized. It is used only while the v1beta1 disruption
+	// spelling WhenUnderutilized, the Balanced policy with its
+	// consolidationThreshold. It is used only while the v1beta1 disruption
 	// block still converts down from it, so an edit made through v1beta1 wins.
 	Disruption *v1.Disruption `json:"disruption,omitempty"`
 	// TerminationGracePeriod is spec.template.spec.terminationGracePeriod.

@@ -275,7 +275,11 @@ func fillV1NodePoolSpec(s *v1.NodePoolSpec, c randfill.Continue) {
 
 func fillV1Disruption(d *v1.Disruption, c randfill.Continue) {
 	d.ConsolidationPolicy = pick(c, v1.ConsolidationPolicy(""), v1.ConsolidationPolicyWhenEmpty,
-		v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyWhenUnderutilized)
+		v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyWhenUnderutilized, v1.ConsolidationPolicyBalanced)
+	d.ConsolidationThreshold = nil
+	if d.ConsolidationPolicy == v1.ConsolidationPolicyBalanced && chance(c, 2) {
+		d.ConsolidationThreshold = ptr.To(int32(1 + c.Intn(3)))
+	}
 	d.ConsolidateAfter = fillNillableDuration(c)
 	d.Budgets = nil
 	for range c.Intn(3) {

@@ -66,8 +66,8 @@ func (c *Converter) NodePoolToV1(in *v1beta1.NodePool) (*v1.NodePool, error) {
 // NodePoolToV1: the kubelet and the v1beta1 reference come back from their
 // annotations, and every v1 value v1beta1 cannot express (budget reasons,
 // terminationGracePeriod, a consolidateAfter that WhenUnderutilized cannot
-// carry, the WhenUnderutilized spelling, status.nodes) goes into the v1-fields
-// annotation.
+// carry, the WhenUnderutilized spelling, the Balanced policy and its
+// consolidationThreshold, status.nodes) goes into the v1-fields annotation.
 func (c *Converter) NodePoolToV1beta1(in *v1.NodePool) (*v1beta1.NodePool, error) {
 	in = in.DeepCopy()
 	out := &v1beta1.NodePool{TypeMeta: typeMeta(v1beta1.SchemeGroupVersion, "NodePool"), ObjectMeta: in.ObjectMeta}
@@ -129,13 +129,15 @@ func disruptionToV1(in v1beta1.Disruption) v1.Disruption {
 }
 
 // disruptionToV1beta1 maps the v1 disruption block to v1beta1, leaving
-// expireAfter unset. Both v1 spellings of the under-utilization policy become
-// WhenUnderutilized; its consolidateAfter survives only as Never, the one value
-// the v1beta1 CRD allows with that policy. Budget reasons are dropped.
+// expireAfter unset. Both v1 spellings of the under-utilization policy, and
+// Balanced (which v1beta1 lacks, and which consolidates a subset of what
+// WhenUnderutilized does), become WhenUnderutilized; its consolidateAfter
+// survives only as Never, the one value the v1beta1 CRD allows with that
+// policy. Budget reasons and consolidationThreshold are dropped.
 func disruptionToV1beta1(in v1.Disruption) v1beta1.Disruption {
 	out := v1beta1.Disruption{ConsolidationPolicy: v1beta1.ConsolidationPolicy(in.ConsolidationPolicy)}
 	switch in.ConsolidationPolicy {
-	case v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyWhenUnderutilized:
+	case v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyWhenUnderutilized, v1.ConsolidationPolicyBalanced:
 		out.ConsolidationPolicy = v1beta1.ConsolidationPolicyWhenUnderutilized
 	}
 	if out.ConsolidationPolicy == v1beta1.ConsolidationPolicyWhenEmpty || in.ConsolidateAfter.IsNever() {
