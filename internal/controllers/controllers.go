@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/hash"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/readiness"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/status"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/pod/handoff"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
@@ -78,7 +79,8 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		provisioner,
 		provisioning.NewPodTrigger(provisioner),
 		provisioning.NewNodeTrigger(provisioner),
-		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, d.Cluster, opts.Lifecycle),
+		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, opts.Lifecycle),
+		handoff.NewController(d.KubeClient, d.Cluster),
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
 		evictions,
 		termination.NewNodeController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, evictions),

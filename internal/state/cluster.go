@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,9 +50,12 @@ type Cluster struct {
 	// the later of its claim's and its node's, and each is forgotten when the
 	// object of that name goes, or when it expires.
 	nominated map[string]time.Time
-	// planned holds, per NodeClaim name, the pods it was launched for, so
-	// that registration can nominate them onto its node.
-	planned map[string][]types.NamespacedName
+	// handOff holds the waiting pods whose plan is handed to the
+	// kube-scheduler (KEP-5278 status.nominatedNodeName): the pod goes to
+	// the machine waitingOn names once that machine has a Node.
+	handOff map[podKey]bool
+	// handOffListeners are told of each HandOff (see OnHandOff).
+	handOffListeners []func([]types.NamespacedName)
 	// waitingOn holds, per pod the latest provisioning pass planned onto a
 	// machine (by Node or NodeClaim name) and that has not bound since,
 	// that machine's name. Such a machine counts as nominated for as long
@@ -92,7 +96,7 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		limitRanges:   map[types.NamespacedName]*corev1.LimitRange{},
 		marked:        map[string]bool{},
 		nominated:     map[string]time.Time{},
-		planned:       map[string][]types.NamespacedName{},
+		handOff:       map[podKey]bool{},
 		waitingOn:     map[podKey]string{},
 		waiting:       map[podKey]bool{},
 		created:       map[string]time.Time{},
@@ -168,7 +172,6 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	// The provisioner records its plan and nomination as it creates the
 	// claim, possibly before the informer delivers it: forget them even if
 	// the model never held the claim.
-	delete(c.planned, name)
 	delete(c.nominated, name)
 	delete(c.created, name)
 	c.forgetWaitingOn(name)
@@ -201,7 +204,7 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	c.unbind(key)
 	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || terminal {
-		delete(c.waitingOn, key)
+		c.forgetPlan(key)
 		delete(c.waiting, key)
 	} else {
 		c.waiting[key] = true
@@ -230,7 +233,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbind(key)
-	delete(c.waitingOn, key)
+	c.forgetPlan(key)
 	delete(c.waiting, key)
 }
 
@@ -410,7 +413,18 @@ func (c *Cluster) awaitedMachines() map[string]bool {
 // NodeClaim or Node deleted, so that they count nowhere until the next
 // provisioning pass plans them again. Callers hold the lock.
 func (c *Cluster) forgetWaitingOn(name string) {
-	maps.DeleteFunc(c.waitingOn, func(_ podKey, on string) bool { return on == name })
+	for key, on := range c.waitingOn {
+		if on == name {
+			c.forgetPlan(key)
+		}
+	}
+}
+
+// forgetPlan drops a pod's plan: where it waits and its hand-off. Callers
+// hold the lock.
+func (c *Cluster) forgetPlan(key podKey) {
+	delete(c.waitingOn, key)
+	delete(c.handOff, key)
 }
 
 // PlanPods records that the latest provisioning pass planned these pending
@@ -419,11 +433,13 @@ func (c *Cluster) forgetWaitingOn(name string) {
 // or the machine goes, the machine counts as nominated (machine.Machine.NominatedUntil),
 // so that disruption does not remove a node that pods are waiting for while
 // the kube-scheduler is slow to bind them. An empty name forgets the pods'
-// plan (the pass could not place them).
+// plan (the pass could not place them). A pod's hand-off (HandOff) lasts
+// only for the plan it was given with: a new plan without it ends it.
 func (c *Cluster) PlanPods(name string, pods []types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, key := range pods {
+		delete(c.handOff, key)
 		if name == "" {
 			delete(c.waitingOn, key)
 			continue
@@ -432,19 +448,89 @@ func (c *Cluster) PlanPods(name string, pods []types.NamespacedName) {
 	}
 }
 
-// RecordPlannedPods remembers which pods a new NodeClaim was launched for.
-func (c *Cluster) RecordPlannedPods(nodeClaim string, pods []types.NamespacedName) {
+// HandOff marks pods already planned (PlanPods) as handed to the
+// kube-scheduler: HandOffTarget names the machine each should be nominated to.
+// The provisioner hands off the pods of passes where placement matters
+// (several workloads), where the scheduler's own choice could leave
+// planned machines half empty and other pods without room.
+func (c *Cluster) HandOff(pods []types.NamespacedName) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.planned[nodeClaim] = pods
+	handed := make([]types.NamespacedName, 0, len(pods))
+	for _, key := range pods {
+		if _, planned := c.waitingOn[key]; planned && c.waiting[key] {
+			c.handOff[key] = true
+			handed = append(handed, key)
+		}
+	}
+	listeners := slices.Clone(c.handOffListeners)
+	c.mu.Unlock()
+	if len(handed) == 0 {
+		return
+	}
+	for _, fn := range listeners {
+		fn(handed)
+	}
 }
 
-// PlannedPods returns the pods a NodeClaim was launched for, if this process
-// launched it (the plan is not persisted: after a restart it is unknown).
-func (c *Cluster) PlannedPods(nodeClaim string) []types.NamespacedName {
+// OnHandOff registers fn to be told, outside the model's lock, of the pods
+// each HandOff hands to the scheduler: a pod planned onto a Node that is
+// already there has no Node event to wake whoever nominates it. fn must
+// not block.
+func (c *Cluster) OnHandOff(fn func([]types.NamespacedName)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handOffListeners = append(c.handOffListeners, fn)
+}
+
+// HandOffTarget returns the name of the machine (a Node's or, for a
+// machine being launched, its NodeClaim's) a handed-off pod is planned
+// onto; ok is false when the pod has no hand-off or its machine is being
+// removed. The caller finds the machine's Node itself, in its own cache:
+// this model may see the Node later than the caller does.
+func (c *Cluster) HandOffTarget(pod types.NamespacedName) (machine string, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return slices.Clone(c.planned[nodeClaim])
+	if !c.handOff[pod] || !c.waiting[pod] {
+		return "", false
+	}
+	name := c.waitingOn[pod]
+	if id, found := c.machineID(name); found && c.marked[id] {
+		return "", false
+	}
+	return name, true
+}
+
+// HandedOffTo returns the handed-off pods planned onto a machine under any
+// of these names (a Node's and its NodeClaim's), so that a Node's arrival
+// can nominate them.
+func (c *Cluster) HandedOffTo(names ...string) []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	on := map[string]bool{}
+	for _, name := range names {
+		if id, found := c.machineID(name); found && c.marked[id] {
+			continue
+		}
+		on[name] = true
+	}
+	var out []types.NamespacedName
+	for key := range c.handOff {
+		if c.waiting[key] && on[c.waitingOn[key]] {
+			out = append(out, key)
+		}
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// machineID resolves a Node or NodeClaim name to its machine's entry ID.
+// Callers hold the lock.
+func (c *Cluster) machineID(name string) (string, bool) {
+	if id, ok := c.nodeNames[name]; ok {
+		return id, true
+	}
+	id, ok := c.claimNames[name]
+	return id, ok
 }
 
 // HasNode reports whether a Node of that name is in the model.

@@ -188,19 +188,68 @@ func TestInFlightClaimView(t *testing.T) {
 	}
 }
 
-func TestPlannedPods(t *testing.T) {
+// TestHandOff: a handed-off pod names the machine it is planned onto until
+// its plan, its pod or its machine changes; the machine is found under its
+// NodeClaim's name and its Node's (another name, as on AWS).
+func TestHandOff(t *testing.T) {
+	p := types.NamespacedName{Namespace: "ns", Name: "p"}
+	cases := map[string]struct {
+		after  func(c *Cluster)
+		wantOn string // "" = no hand-off
+	}{
+		"claim launched":          {wantOn: "nc-1"},
+		"planned again elsewhere": {after: func(c *Cluster) { c.PlanPods("nc-2", []types.NamespacedName{p}) }},
+		"planned again, handed off again": {after: func(c *Cluster) {
+			c.PlanPods("ip-1", []types.NamespacedName{p})
+			c.HandOff([]types.NamespacedName{p})
+		}, wantOn: "ip-1"},
+		"pod bound":             {after: func(c *Cluster) { c.UpdatePod(pod("p", "ip-1", corev1.PodRunning)) }},
+		"pod deleted":           {after: func(c *Cluster) { c.DeletePod(p) }},
+		"claim deleted":         {after: func(c *Cluster) { c.DeleteNodeClaim("nc-1") }},
+		"machine being removed": {after: func(c *Cluster) { c.MarkForDeletion("aws:///i-1") }},
+		"pod planned nowhere":   {after: func(c *Cluster) { c.PlanPods("", []types.NamespacedName{p}) }},
+		"node registered":       {after: func(c *Cluster) { c.UpdateNode(node("ip-1", "aws:///i-1")) }, wantOn: "nc-1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+			c.UpdatePod(pod("p", "", corev1.PodPending))
+			c.PlanPods("nc-1", []types.NamespacedName{p})
+			c.HandOff([]types.NamespacedName{p})
+			c.UpdateNodeClaim(claim("nc-1", "aws:///i-1"))
+			if tc.after != nil {
+				tc.after(c)
+			}
+			got, ok := c.HandOffTarget(p)
+			if (tc.wantOn != "") != ok || got != tc.wantOn {
+				t.Errorf("HandOffTarget = %q, %v; want %q", got, ok, tc.wantOn)
+			}
+			var want []types.NamespacedName
+			if tc.wantOn != "" {
+				want = []types.NamespacedName{p}
+			}
+			if diff := cmp.Diff(want, c.HandedOffTo("ip-1", "nc-1")); diff != "" {
+				t.Errorf("HandedOffTo(ip-1, nc-1) mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHandOffNeedsAPlan: HandOff ignores pods that no plan put anywhere,
+// and pods the model has not seen waiting.
+func TestHandOffNeedsAPlan(t *testing.T) {
 	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
-	planned := []types.NamespacedName{{Namespace: "ns", Name: "p1"}, {Namespace: "ns", Name: "p2"}}
-	c.RecordPlannedPods("nc-1", planned)
-	c.UpdateNodeClaim(claim("nc-1", ""))
-	if diff := cmp.Diff(planned, c.PlannedPods("nc-1")); diff != "" {
-		t.Errorf("planned pods mismatch (-want +got):\n%s", diff)
-	}
-	c.DeleteNodeClaim("nc-1")
-	if got := c.PlannedPods("nc-1"); got != nil {
-		t.Errorf("planned pods kept after the claim was deleted: %v", got)
-	}
+	unplanned := types.NamespacedName{Namespace: "ns", Name: "unplanned"}
+	unseen := types.NamespacedName{Namespace: "ns", Name: "unseen"}
+	c.UpdatePod(pod("unplanned", "", corev1.PodPending))
 	c.UpdateNode(node("node-a", "kwok://a"))
+	c.PlanPods("node-a", []types.NamespacedName{unseen})
+	c.HandOff([]types.NamespacedName{unplanned, unseen})
+	for _, key := range []types.NamespacedName{unplanned, unseen} {
+		if got, ok := c.HandOffTarget(key); ok {
+			t.Errorf("%s handed off to %q", key, got)
+		}
+	}
 	if !c.HasNode("node-a") || c.HasNode("node-b") {
 		t.Errorf("HasNode(node-a)=%v HasNode(node-b)=%v", c.HasNode("node-a"), c.HasNode("node-b"))
 	}

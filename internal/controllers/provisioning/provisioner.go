@@ -291,21 +291,25 @@ func (p *Provisioner) addVolumesAndNamespaces(ctx context.Context, snapshot *sim
 func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools map[string]*v1.NodePool) error {
 	logger := log.FromContext(ctx)
 	window := p.opts.NominationWindow()
+	// Hand the plan to the scheduler only when the pods differ: when they
+	// all come from one workload, any placement is as good as the plan and
+	// the hints would only cost a status write per pod.
+	hint := workloads(plan) > 1
 	// Pods planned onto a machine keep it nominated until they bind (or it
 	// goes), not only for the window: a slow kube-scheduler must not let
 	// disruption remove the node they wait for.
 	for _, placement := range plan.Placements {
+		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
 		p.cluster.NominateNodeForPod(placement.Node, window)
-		p.cluster.PlanPods(placement.Node, []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)})
+		p.cluster.PlanPods(placement.Node, key)
+		if hint {
+			p.cluster.HandOff(key)
+		}
 	}
 	for _, u := range plan.Unschedulable {
 		p.cluster.PlanPods("", []types.NamespacedName{client.ObjectKeyFromObject(u.Pod)})
 		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
 	}
-	// Hand the plan to the scheduler only when the pods differ: when they
-	// all come from one workload, any placement is as good as the plan and
-	// the hints would only cost a status write per pod.
-	hint := workloads(plan.NewNodeClaims) > 1
 	claims := p.admit(ctx, plan.NewNodeClaims, pools)
 	errs := make([]error, len(claims))
 	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
@@ -326,7 +330,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 		p.cluster.PlanPods(nc.Name, planned)
 		if hint {
-			p.cluster.RecordPlannedPods(nc.Name, planned)
+			p.cluster.HandOff(planned)
 		}
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
 			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
@@ -387,16 +391,23 @@ func (p *Provisioner) admit(ctx context.Context, planned []*simulator.NewNodeCla
 	return out
 }
 
-// workloads counts the distinct controllers (or lone pods) of the claims' pods.
-func workloads(claims []*simulator.NewNodeClaim) int {
+// workloads counts the distinct controllers (or lone pods) of the pods a
+// plan places, on existing machines or new claims.
+func workloads(plan *simulator.Plan) int {
 	owners := map[types.UID]struct{}{}
-	for _, claim := range claims {
+	add := func(pod *corev1.Pod) {
+		owner := pod.UID
+		if ref := metav1.GetControllerOf(pod); ref != nil {
+			owner = ref.UID
+		}
+		owners[owner] = struct{}{}
+	}
+	for _, placement := range plan.Placements {
+		add(placement.Pod)
+	}
+	for _, claim := range plan.NewNodeClaims {
 		for _, pod := range claim.Pods {
-			owner := pod.UID
-			if ref := metav1.GetControllerOf(pod); ref != nil {
-				owner = ref.UID
-			}
-			owners[owner] = struct{}{}
+			add(pod)
 		}
 	}
 	return len(owners)

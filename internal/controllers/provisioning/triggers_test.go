@@ -55,20 +55,26 @@ func TestWorkloads(t *testing.T) {
 	}
 	cases := map[string]struct {
 		claims [][]*corev1.Pod
+		placed []*corev1.Pod // on existing or in-flight machines
 		want   int
 	}{
 		"one deployment over several claims": {claims: [][]*corev1.Pod{{owned("a", "rs1"), owned("b", "rs1")}, {owned("c", "rs1")}}, want: 1},
 		"two workloads":                      {claims: [][]*corev1.Pod{{owned("a", "rs1")}, {owned("b", "rs2")}}, want: 2},
 		"lone pods count one each":           {claims: [][]*corev1.Pod{{owned("a", ""), owned("b", "")}}, want: 2},
 		"no claims":                          {want: 0},
+		"placements count too":               {claims: [][]*corev1.Pod{{owned("a", "rs1")}}, placed: []*corev1.Pod{owned("b", "rs2")}, want: 2},
+		"placements only":                    {placed: []*corev1.Pod{owned("a", "rs1"), owned("b", "rs2")}, want: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var claims []*simulator.NewNodeClaim
+			plan := &simulator.Plan{}
 			for _, pods := range tc.claims {
-				claims = append(claims, &simulator.NewNodeClaim{Pods: pods})
+				plan.NewNodeClaims = append(plan.NewNodeClaims, &simulator.NewNodeClaim{Pods: pods})
 			}
-			if got := workloads(claims); got != tc.want {
+			for _, pod := range tc.placed {
+				plan.Placements = append(plan.Placements, simulator.Placement{Pod: pod, Node: "node-a"})
+			}
+			if got := workloads(plan); got != tc.want {
 				t.Errorf("workloads = %d, want %d", got, tc.want)
 			}
 		})

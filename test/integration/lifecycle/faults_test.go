@@ -68,7 +68,7 @@ func TestLaunchThatKeepsFailingIsDeletedByLiveness(t *testing.T) {
 // with backoff) instead of dropping it.
 func TestFailedDeletionIsRetried(t *testing.T) {
 	deleteErr := errors.New("injected: apiserver unavailable")
-	h := newHarnessWithClient(t, nil, func(c client.Client) client.Client {
+	h := newHarnessWithClient(t, func(c client.Client) client.Client {
 		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				if _, ok := obj.(*v1.NodeClaim); ok {
@@ -171,7 +171,7 @@ func TestRegistrationSurvivesAConcurrentNodeWrite(t *testing.T) {
 		return nil
 	}
 	written := false
-	h := newHarnessWithClient(t, nil, func(c client.Client) client.Client {
+	h := newHarnessWithClient(t, func(c client.Client) client.Client {
 		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
 			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 				if err := c.List(ctx, list, opts...); err != nil {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,19 +38,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	return newHarnessWithPlans(t, nil)
+	return newHarnessWithClient(t, nil)
 }
 
-// newHarnessWithPlans builds the harness with the provisioner's plans.
-func newHarnessWithPlans(t *testing.T, plans lifecycle.Plans) *harness {
-	t.Helper()
-	return newHarnessWithClient(t, plans, nil)
-}
-
-// newHarnessWithClient builds the harness with the provisioner's plans and,
-// if wrap is not nil, the controller's client wrapped by it (to inject faults
-// or concurrent writes, e.g. with controller-runtime's interceptor).
-func newHarnessWithClient(t *testing.T, plans lifecycle.Plans, wrap func(client.Client) client.Client) *harness {
+// newHarnessWithClient builds the harness with, if wrap is not nil, the
+// controller's client wrapped by it (to inject faults or concurrent writes,
+// e.g. with controller-runtime's interceptor).
+func newHarnessWithClient(t *testing.T, wrap func(client.Client) client.Client) *harness {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cp := fake.NewCloudProvider()
@@ -70,7 +63,7 @@ func newHarnessWithClient(t *testing.T, plans lifecycle.Plans, wrap func(client.
 		controllerClient = wrap(cached)
 	}
 	return &harness{cache: cached, clock: clk, provider: cp, recorder: rec,
-		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, plans, lifecycle.DefaultOptions())}
+		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, lifecycle.DefaultOptions())}
 }
 
 // seen waits until the controller's cache holds obj at least as new as stored.
@@ -322,78 +315,5 @@ func TestRegistrationTimeoutDeletesClaim(t *testing.T) {
 	h.clock.Step(2 * time.Minute)
 	if got, _ = h.reconcile(t, got); got.DeletionTimestamp == nil {
 		t.Fatal("claim kept after the 15-minute registration timeout")
-	}
-}
-
-// staticPlans is the provisioner's record of which pods each claim was
-// launched for, and which nodes exist.
-type staticPlans struct {
-	pods  map[string][]types.NamespacedName
-	nodes []string
-}
-
-func (p staticPlans) PlannedPods(nodeClaim string) []types.NamespacedName { return p.pods[nodeClaim] }
-func (p staticPlans) HasNode(name string) bool                            { return slices.Contains(p.nodes, name) }
-
-// pendingPod creates a pod the scheduler has marked unschedulable, with the
-// given nomination.
-func pendingPod(t *testing.T, name, nominated string) *corev1.Pod {
-	t.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-	}
-	if err := testEnv.Client.Create(ctx, pod); err != nil {
-		t.Fatalf("creating pod: %v", err)
-	}
-	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	pod.Status.NominatedNodeName = nominated
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	if err := testEnv.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatalf("marking pod unschedulable: %v", err)
-	}
-	return pod
-}
-
-// TestRegistrationNominatesPlannedPods checks the KEP-5278 hand-off: at first
-// registration the pods a claim was launched for are nominated to its node,
-// except pods another component has nominated to a node that exists.
-func TestRegistrationNominatesPlannedPods(t *testing.T) {
-	planned := pendingPod(t, "planned", "")
-	stale := pendingPod(t, "planned-stale", "nodeclaim-gone")
-	preempting := pendingPod(t, "planned-preempting", "existing-node")
-	unplanned := pendingPod(t, "unplanned", "")
-	key := client.ObjectKeyFromObject
-	h := newHarnessWithPlans(t, staticPlans{
-		pods:  map[string][]types.NamespacedName{"lifecycle-nominate": {key(planned), key(stale), key(preempting)}},
-		nodes: []string{"existing-node"},
-	})
-	for _, pod := range []*corev1.Pod{planned, stale, preempting, unplanned} {
-		stored := &corev1.Pod{}
-		if err := testEnv.Client.Get(context.Background(), key(pod), stored); err != nil {
-			t.Fatal(err)
-		}
-		h.seen(t, stored)
-	}
-	nc := newClaim(t, "lifecycle-nominate")
-	got, err := h.reconcile(t, nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := registerNode(t, got, "lifecycle-nominate-node")
-	h.seen(t, node)
-	if _, err := h.reconcile(t, got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{planned.Name: node.Name, stale.Name: node.Name, preempting.Name: "existing-node", unplanned.Name: ""}
-	for name, nominated := range want {
-		stored := &corev1.Pod{}
-		if err := testEnv.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, stored); err != nil {
-			t.Fatal(err)
-		}
-		if stored.Status.NominatedNodeName != nominated {
-			t.Errorf("pod %s nominated to %q, want %q", name, stored.Status.NominatedNodeName, nominated)
-		}
 	}
 }

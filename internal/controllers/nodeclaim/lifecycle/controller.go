@@ -46,15 +46,13 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.Recorder
 	metrics       *metrics.Metrics
-	plans         Plans
 	opts          Options
 	launches      *launchCache
 }
 
-// NewController returns a lifecycle controller. plans (normally the cluster
-// state) may be nil: registration then nominates no pods.
-func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, plans Plans, opts Options) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, plans: plans, opts: opts,
+// NewController returns a lifecycle controller.
+func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, opts Options) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, opts: opts,
 		launches: newLaunchCache(clk)}
 }
 

@@ -47,9 +47,6 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if firstRegistration && !hasTaint(node.Spec.Taints, v1.UnregisteredTaintKey) {
 		c.recorder.Publish(unregisteredTaintMissingEvent(node))
 	}
-	if firstRegistration {
-		c.nominate(ctx, nc, node)
-	}
 	syncNode(node, nc, firstRegistration)
 	// The patch names only what registration changes and applies on top of
 	// the kubelet's (or kwok's) concurrent writes: see registrationPatch.

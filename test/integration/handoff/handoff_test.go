@@ -1,0 +1,211 @@
+package handoff_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/pod/handoff"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
+)
+
+// start runs the cluster-state informers and the hand-off controller, as
+// the operator does, and returns the model they share.
+func start(t *testing.T) *state.Cluster {
+	t.Helper()
+	cluster := state.NewCluster(clocktesting.NewFakeClock(time.Now()))
+	testEnv.StartManager(t, func(mgr manager.Manager) error {
+		for _, c := range informer.NewControllers(cluster) {
+			if err := c.Register(context.Background(), mgr); err != nil {
+				return err
+			}
+		}
+		return handoff.NewController(mgr.GetClient(), cluster).Register(context.Background(), mgr)
+	})
+	return cluster
+}
+
+func pendingPod(t *testing.T, ns, name, nominated string) *corev1.Pod {
+	t.Helper()
+	pod := testEnv.CreatePendingPod(t, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+	})
+	if nominated == "" {
+		return pod
+	}
+	stored := pod.DeepCopy()
+	pod.Status.NominatedNodeName = nominated
+	if err := testEnv.Client.Status().Patch(context.Background(), pod, client.MergeFrom(stored)); err != nil {
+		t.Fatalf("nominating pod %s: %v", name, err)
+	}
+	return pod
+}
+
+func readyNode(name, providerID string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}},
+	}
+}
+
+func deleteOnCleanup(t *testing.T, obj client.Object) {
+	t.Cleanup(func() {
+		_ = testEnv.Client.Delete(context.Background(), obj)
+	})
+}
+
+// nominatedTo waits until the pod is nominated to node ("" for none).
+func nominatedTo(t *testing.T, pod *corev1.Pod, node string) {
+	t.Helper()
+	env.Eventually(t, 30*time.Second, "pod "+pod.Name+" nominated to "+node, func(ctx context.Context) (bool, error) {
+		got := &corev1.Pod{}
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+			return false, err
+		}
+		return got.Status.NominatedNodeName == node, nil
+	})
+}
+
+// TestHandOffKeepsPodsNominated: pods handed off onto a NodeClaim are
+// nominated to its Node (named otherwise, as on AWS) when it registers,
+// nominated again when the kube-scheduler clears the nomination, and moved
+// when a later plan puts them elsewhere; a nomination to a missing node is
+// replaced, one someone else made to a node that exists is kept, and a pod
+// nobody handed off is never nominated.
+func TestHandOffKeepsPodsNominated(t *testing.T) {
+	ns := testEnv.Namespace(t)
+	existing := readyNode("handoff-existing", "kwok://handoff-existing")
+	testEnv.CreateWithStatus(t, existing)
+	deleteOnCleanup(t, existing)
+
+	planned := pendingPod(t, ns, "planned", "")
+	stale := pendingPod(t, ns, "stale", "node-that-went")
+	preempting := pendingPod(t, ns, "preempting", existing.Name)
+	unplanned := pendingPod(t, ns, "unplanned", "")
+	key := client.ObjectKeyFromObject
+	handedOff := []types.NamespacedName{key(planned), key(stale), key(preempting)}
+
+	cluster := start(t)
+	// The provisioner plans and hands off pods the model has seen waiting.
+	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
+		cluster.PlanPods("handoff-claim", handedOff)
+		cluster.HandOff(handedOff)
+		_, ok := cluster.HandOffTarget(key(preempting))
+		return ok && cluster.HasNode(existing.Name), nil
+	})
+
+	claim := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "handoff-claim", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{NodeClaimTemplateSpec: v1.NodeClaimTemplateSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large"}}},
+		}},
+		Status: v1.NodeClaimStatus{ProviderID: "kwok://handoff-i-1"},
+	}
+	testEnv.CreateWithStatus(t, claim)
+	deleteOnCleanup(t, claim)
+	// Nothing is nominated before the claim has a Node.
+	registered := readyNode("ip-10-0-0-1", "kwok://handoff-i-1", v1.UnregisteredNoExecuteTaint())
+	testEnv.CreateWithStatus(t, registered)
+	deleteOnCleanup(t, registered)
+
+	nominatedTo(t, planned, registered.Name)
+	nominatedTo(t, stale, registered.Name)
+
+	// The kube-scheduler fails to place the pod and clears its nomination.
+	cleared := planned.DeepCopy()
+	env.Get(context.Background(), t, testEnv.Client, cleared)
+	stored := cleared.DeepCopy()
+	cleared.Status.NominatedNodeName = ""
+	if err := testEnv.Client.Status().Patch(context.Background(), cleared, client.MergeFrom(stored)); err != nil {
+		t.Fatalf("clearing the nomination: %v", err)
+	}
+	nominatedTo(t, planned, registered.Name)
+
+	// A later pass plans the pod onto the existing node: the nomination,
+	// ours, follows the plan.
+	cluster.PlanPods(existing.Name, []types.NamespacedName{key(planned)})
+	cluster.HandOff([]types.NamespacedName{key(planned)})
+	nominatedTo(t, planned, existing.Name)
+
+	for _, pod := range []*corev1.Pod{preempting, unplanned} {
+		got := pod.DeepCopy()
+		env.Get(context.Background(), t, testEnv.Client, got)
+		if got.Status.NominatedNodeName != pod.Status.NominatedNodeName {
+			t.Errorf("pod %s nominated to %q, want %q as it was", pod.Name, got.Status.NominatedNodeName, pod.Status.NominatedNodeName)
+		}
+	}
+}
+
+// TestHandOffEndsWithThePlan: a pod planned again without a hand-off, or
+// whose machine is being removed, is no longer nominated again when the
+// scheduler clears its nomination.
+func TestHandOffEndsWithThePlan(t *testing.T) {
+	ns := testEnv.Namespace(t)
+	node := readyNode("handoff-ends", "kwok://handoff-ends")
+	testEnv.CreateWithStatus(t, node)
+	deleteOnCleanup(t, node)
+	replanned := pendingPod(t, ns, "replanned", "")
+	removed := pendingPod(t, ns, "removed", "")
+	key := client.ObjectKeyFromObject
+	pods := []types.NamespacedName{key(replanned), key(removed)}
+
+	cluster := start(t)
+	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
+		cluster.PlanPods(node.Name, pods)
+		cluster.HandOff(pods)
+		_, ok := cluster.HandOffTarget(key(removed))
+		return ok && cluster.HasNode(node.Name), nil
+	})
+	nominatedTo(t, replanned, node.Name)
+	nominatedTo(t, removed, node.Name)
+
+	cluster.PlanPods(node.Name, []types.NamespacedName{key(replanned)})
+	cluster.MarkForDeletion(node.Spec.ProviderID)
+	if _, ok := cluster.HandOffTarget(key(removed)); ok {
+		t.Fatal("a pod planned onto a machine being removed is still handed off")
+	}
+	for _, pod := range []*corev1.Pod{replanned, removed} {
+		got := pod.DeepCopy()
+		env.Get(context.Background(), t, testEnv.Client, got)
+		stored := got.DeepCopy()
+		got.Status.NominatedNodeName = ""
+		if err := testEnv.Client.Status().Patch(context.Background(), got, client.MergeFrom(stored)); err != nil {
+			t.Fatalf("clearing the nomination: %v", err)
+		}
+	}
+	// A pod that is still handed off shows the controller has processed
+	// the clearing events: nominate one and wait for it.
+	witness := pendingPod(t, ns, "witness", "")
+	env.Eventually(t, 30*time.Second, "the model to see the witness", func(context.Context) (bool, error) {
+		cluster.PlanPods("handoff-ends-2", []types.NamespacedName{key(witness)})
+		cluster.HandOff([]types.NamespacedName{key(witness)})
+		_, ok := cluster.HandOffTarget(key(witness))
+		return ok, nil
+	})
+	other := readyNode("handoff-ends-2", "kwok://handoff-ends-2")
+	testEnv.CreateWithStatus(t, other)
+	deleteOnCleanup(t, other)
+	nominatedTo(t, witness, other.Name)
+	for _, pod := range []*corev1.Pod{replanned, removed} {
+		got := pod.DeepCopy()
+		env.Get(context.Background(), t, testEnv.Client, got)
+		if got.Status.NominatedNodeName != "" {
+			t.Errorf("pod %s nominated again to %q after its hand-off ended", pod.Name, got.Status.NominatedNodeName)
+		}
+	}
+}
