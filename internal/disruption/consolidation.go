@@ -24,7 +24,7 @@ const noCheaperMessage = "Can't replace with a cheaper node"
 func consolidatable(c *Candidate) (ok bool, why string) {
 	d := c.NodePool.Spec.Disruption
 	switch {
-	case d.ConsolidationPolicy.Canonical() != v1.ConsolidationPolicyWhenEmptyOrUnderutilized, d.ConsolidateAfter.IsNever():
+	case !d.ConsolidationPolicy.ConsolidatesUnderutilized(), d.ConsolidateAfter.IsNever():
 		return false, ""
 	case !c.Consolidatable, c.Empty():
 		return false, "" // not yet, or emptiness handles it
@@ -247,6 +247,7 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 		b := p.budget(c.NodePool.Name, v1.DisruptionReasonUnderutilized)
 		if taken[c.NodePool.Name] >= b.remaining() {
 			b.blocked = true
+			p.hold(c, v1.DisruptionReasonUnderutilized)
 			continue
 		}
 		taken[c.NodePool.Name]++
@@ -268,6 +269,12 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 		} else {
 			hi = mid - 1
 		}
+	}
+	// The Balanced policy scores the move found, as Karpenter does, rather
+	// than searching for the best-scoring prefix; single-node consolidation
+	// still tries the candidates one by one.
+	if best != nil && !p.scoreCommand(best) {
+		return nil
 	}
 	return best
 }
@@ -299,10 +306,13 @@ func (p *pass) singleNode(cands []*Candidate, workers int) *Command {
 		wg.Wait()
 		for j, c := range batch {
 			switch {
-			case cmds[j] != nil:
+			case cmds[j] != nil && p.scoreCommand(cmds[j]):
 				return cmds[j]
+			case cmds[j] != nil:
+				// Rejected by the Balanced score, which is recorded.
 			case whys[j] == "budget":
 				p.budget(c.NodePool.Name, v1.DisruptionReasonUnderutilized).blocked = true
+				p.hold(c, v1.DisruptionReasonUnderutilized)
 			default:
 				p.block(c.Machine, ReasonUnconsolidatable, whys[j])
 			}

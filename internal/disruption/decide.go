@@ -50,6 +50,8 @@ func Decide(in Input, opts Options) Outcome {
 		}
 	}
 	out.Blocked = p.blocked
+	out.Scores = p.scores
+	out.Held = p.held
 	out.InvalidAnnotations = p.invalid
 	out.TimedOut = p.timedOut
 	out.Budgets = p.budgetStatuses()

@@ -16,7 +16,15 @@
 // deleted, not nominated, no karpenter.sh/do-not-disrupt pod or node, no
 // PDB that forbids an eviction) and are ordered by savings per unit of
 // disruption cost. Every command stays within the NodePools' disruption
-// budgets.
+// budgets; a candidate a budget turns away is reported (Outcome.Held) with
+// the binding budget and the time the budgets' schedules let it go.
+//
+// A NodePool with consolidationPolicy Balanced (Karpenter v1.14) has each
+// consolidation move scored: the share of the pool's cost it saves over the
+// share of the pool's disruption cost it causes; the move is made only when
+// the score is at least 1/k, k being the pool's consolidationThreshold
+// (Dovetail's extension; 2, Karpenter's fixed value, by default). Every
+// verdict is reported (Outcome.Scores).
 //
 // The package does no I/O and keeps no state: time comes in the Input, and
 // one scheduling-simulator model is built per decision pass and shared by

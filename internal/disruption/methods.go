@@ -18,6 +18,7 @@ func (p *pass) emptiness() *Command {
 			continue
 		}
 		if !p.budget(c.NodePool.Name, v1.DisruptionReasonEmpty).take() {
+			p.hold(c, v1.DisruptionReasonEmpty)
 			continue
 		}
 		chosen = append(chosen, c)
@@ -69,8 +70,13 @@ func (p *pass) drift() *Command {
 	cands := p.driftCandidates()
 	var empty []*Candidate
 	for _, c := range cands {
-		if c.Empty() && p.budget(c.NodePool.Name, v1.DisruptionReasonDrifted).take() {
+		if !c.Empty() {
+			continue
+		}
+		if p.budget(c.NodePool.Name, v1.DisruptionReasonDrifted).take() {
 			empty = append(empty, c)
+		} else {
+			p.hold(c, v1.DisruptionReasonDrifted)
 		}
 	}
 	if len(empty) > 0 {
@@ -83,6 +89,7 @@ func (p *pass) drift() *Command {
 	for _, c := range cands {
 		if p.budget(c.NodePool.Name, v1.DisruptionReasonDrifted).remaining() <= 0 {
 			p.budget(c.NodePool.Name, v1.DisruptionReasonDrifted).blocked = true
+			p.hold(c, v1.DisruptionReasonDrifted)
 			continue
 		}
 		avoid := make([]string, 0, len(p.drifted))

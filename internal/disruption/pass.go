@@ -75,6 +75,11 @@ type pass struct {
 	removed    []string      // nodes being disrupted but not yet marked for deletion
 	model      *simulator.Model
 	timedOut   []Method
+
+	totals map[string]poolTotal // per pool, for the Balanced score
+	scores []MoveScore
+	held   []Held
+	holds  map[string]bool // NodeClaim/reason already held
 }
 
 func newPass(in Input, opts Options) *pass {

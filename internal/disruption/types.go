@@ -310,6 +310,11 @@ type Outcome struct {
 	// Blocked lists the nodes skipped by a guard, and consolidation
 	// candidates that could not be consolidated.
 	Blocked []Blocked
+	// Scores are the Balanced policy's verdicts on the consolidation moves
+	// it was asked about, approved or rejected, in the order scored.
+	Scores []MoveScore
+	// Held lists the candidates a budget turned away, with the budget.
+	Held []Held
 	// Budgets per NodePool and reason.
 	Budgets []BudgetStatus
 	// InvalidAnnotations lists pods with an unparsable do-not-disrupt value.
