@@ -93,6 +93,9 @@ type Metrics struct {
 	DisruptionEvaluationDuration  *prometheus.HistogramVec
 	DisruptionQueueFailures       *prometheus.CounterVec
 	ConsolidationTimeouts         *prometheus.CounterVec
+	// Consolidation are the karpenter_consolidation_* metrics of the
+	// Balanced policy.
+	Consolidation *Consolidation
 }
 
 // durationBuckets span 5 ms to about 10 minutes.
@@ -184,6 +187,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Pending pods the last provisioning pass launched no node for because their shape is backing off in the NodePool."}, []string{LabelNodePool}),
 		ConsolidationTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",
 			Help: "Consolidation evaluations that hit their time limit."}, []string{LabelConsolidationType}),
+		Consolidation: newConsolidation(),
 	}
 	if reg == nil {
 		return m, nil
@@ -210,5 +214,6 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodesAllocatable, m.NodesTotalPodRequests, m.NodesTotalPodLimits, m.NodesTotalDaemonRequests, m.NodesTotalDaemonLimits, m.NodesSystemOverhead,
 		m.DisruptionDecisions, m.DisruptionDecisionsByNodePool, m.DisruptionEligibleNodes, m.DisruptionAllowed, m.DisruptionFailedValidations,
 		m.DisruptionEvaluationDuration, m.DisruptionQueueFailures, m.ConsolidationTimeouts,
+		m.Consolidation.Score, m.Consolidation.Moves,
 	}
 }
