@@ -220,6 +220,8 @@ func (c *Controller) publish(ctx context.Context, out disruption.Outcome) {
 	for _, a := range out.InvalidAnnotations {
 		c.recorder.Publish(invalidAnnotationEvent(a.Pod))
 	}
+	c.publishHeld(out)
+	c.publishScores(ctx, out)
 	// Set this pass's series in place, then delete those of the last pass it
 	// did not report (a deleted NodePool's): a reset would let a scrape in
 	// between see no series at all.

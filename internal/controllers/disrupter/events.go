@@ -15,13 +15,16 @@ import (
 
 // Event reasons. Karpenter's names where Karpenter has the event; the
 // rollback and invalid-annotation reasons are Dovetail's.
+// ConsolidationRejected is also the reason of a decision dropped after
+// validation.
 const (
 	ReasonDisruptionBlocked          = disruption.ReasonDisruptionBlocked
 	ReasonUnconsolidatable           = disruption.ReasonUnconsolidatable
 	ReasonDisruptionLaunching        = "DisruptionLaunching"
 	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
 	ReasonDisruptionTerminating      = "DisruptionTerminating"
-	ReasonConsolidationRejected      = "ConsolidationRejected"
+	ReasonConsolidationRejected      = disruption.ReasonConsolidationRejected
+	ReasonConsolidationApproved      = disruption.ReasonConsolidationApproved
 	ReasonDisruptionRolledBack       = "DisruptionRolledBack"
 	ReasonInvalidDoNotDisrupt        = "InvalidDoNotDisruptAnnotation"
 )
@@ -49,6 +52,31 @@ func budgetBlockedEvent(np *v1.NodePool, reason v1.DisruptionReason) events.Even
 		InvolvedObject: np, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionBlocked,
 		Message:      disruption.BudgetBlockedMessage(reason),
 		DedupeValues: []string{np.Name, string(reason)}, DedupeTimeout: blockedDedupe,
+	}
+}
+
+// heldEvent tells a node (or its NodeClaim) that a budget holds it back:
+// which budget, and when its disruption window opens. Repeats are
+// suppressed while the message stays the same.
+func heldEvent(obj runtime.Object, name string, h disruption.Held) events.Event {
+	message := h.Message()
+	return events.Event{
+		InvolvedObject: obj, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionBlocked, Message: message,
+		DedupeValues: []string{name, message}, DedupeTimeout: blockedDedupe,
+	}
+}
+
+// scoreEvent carries a Balanced consolidation verdict and its score. A
+// rejection is repeated at most every 15 minutes per object and score, as
+// Unconsolidatable is.
+func scoreEvent(obj runtime.Object, name string, s disruption.MoveScore) events.Event {
+	timeout := blockedDedupe
+	if !s.Approved {
+		timeout = unconsolidatableDedupe
+	}
+	return events.Event{
+		InvolvedObject: obj, Type: corev1.EventTypeNormal, Reason: s.Reason(), Message: s.Message(),
+		DedupeValues: []string{name, fmt.Sprintf("%.2f", s.Score), s.Command.String()}, DedupeTimeout: timeout,
 	}
 }
 
