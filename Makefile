@@ -79,7 +79,8 @@ RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers
 	./internal/localaws/... ./internal/cloudprovider/... ./internal/catalog/... ./internal/conversion/... \
 	./internal/operator/... ./internal/cli/... ./internal/crdinstall/ ./internal/runaway/ ./internal/nodepoolutil/ ./internal/view/ \
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
-	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/ ./test/integration/repair/ ./test/integration/view/
+	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/ ./test/integration/repair/ ./test/integration/view/ \
+	./test/integration/shadow/
 
 # Per test binary: the end-to-end packages run for minutes each; go test's
 # default of 10 minutes cut one off under load. They run one package at a

@@ -40,7 +40,7 @@ func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings)
 		Clock: op.Clock, KubeClient: op.KubeClient, Cluster: state.NewCluster(op.Clock),
 		CloudProvider: rt.CloudProvider, Recorder: op.Recorder, Metrics: op.Metrics,
 	}, ControllerOptions(op.Options))
-	for _, c := range rt.Controllers {
+	for _, c := range providerControllers(op.Options.DryRun, rt.Controllers) {
 		all = append(all, c)
 	}
 	if err := controllers.Register(ctx, op.Manager, all); err != nil {

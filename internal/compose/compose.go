@@ -103,7 +103,32 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.NodeRepair = gates.NodeRepair
 	opts.Disruption.NominationWindow = opts.Provisioning.NominationWindow()
 	opts.Disruption.Simulator = opts.Provisioning.Simulator
+	opts.DryRun = o.DryRun
 	return opts
+}
+
+// readOnlyProviderControllers are the cloud providers' controllers that
+// shadow mode (--dry-run) runs: they read the cloud and keep caches in
+// memory. The others write: the kwok registration controller creates
+// Nodes, the NodeClass controllers write NodeClass status and delete
+// launch templates, tagging tags instances and NodeClaims, the
+// reservation expiration controller deletes NodeClaims, and the
+// interruption controller deletes NodeClaims and consumes the queue's
+// messages (which the autoscaler beside it needs).
+var readOnlyProviderControllers = map[string]bool{"aws.pricing": true}
+
+// providerControllers keeps the provider controllers shadow mode may run.
+func providerControllers[C interface{ Name() string }](dryRun bool, all []C) []C {
+	if !dryRun {
+		return all
+	}
+	var out []C
+	for _, c := range all {
+		if readOnlyProviderControllers[c.Name()] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // RunWithKwok composes the kwok provider and every controller on the
@@ -122,10 +147,10 @@ func RunWithKwok(ctx context.Context, op *operator.Operator, kwokOpts KwokOption
 		CloudProvider: provider, Recorder: op.Recorder, Metrics: op.Metrics,
 	}
 	all := controllers.NewControllers(deps, ControllerOptions(op.Options))
-	all = append(all,
+	all = append(all, providerControllers(op.Options.DryRun, []controllers.Controller{
 		kwok.NewRegistrationController(op.KubeClient, op.Clock, provider),
 		kwok.NewNodeClassController(op.KubeClient, op.Clock),
-	)
+	})...)
 	if err := controllers.Register(ctx, op.Manager, all); err != nil {
 		return fmt.Errorf("registering controllers: %w", err)
 	}

@@ -61,24 +61,39 @@ type Options struct {
 	// NodeRepair runs the node.health controller, which replaces nodes
 	// the cloud provider's repair policies call unhealthy (gate NodeRepair).
 	NodeRepair bool
+	// DryRun is shadow mode (see ReadOnly): only the controllers that read
+	// run, and provisioning and disruption publish their decisions
+	// instead of acting on them.
+	DryRun bool
 }
 
-// NewControllers builds every provider-neutral controller.
+// NewControllers builds every provider-neutral controller. With
+// opts.DryRun it builds only the read-only ones (see ReadOnly).
 func NewControllers(d Dependencies, opts Options) []Controller {
+	opts.Provisioning.DryRun = opts.Provisioning.DryRun || opts.DryRun
+	opts.Disruption.DryRun = opts.Disruption.DryRun || opts.DryRun
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
-	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
 	disruptionLoop, disruptionQueue := disrupter.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)
 	out := []Controller{}
 	for _, c := range informer.NewControllers(d.Cluster) {
 		out = append(out, c)
 	}
-	if opts.NodeRepair {
-		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
-	}
-	return append(out,
+	readOnly := []Controller{
 		provisioner,
 		provisioning.NewPodTrigger(provisioner),
 		provisioning.NewNodeTrigger(provisioner),
+		podmetrics.NewController(d.KubeClient, d.Metrics),
+		clustermetrics.NewController(d.Clock, d.KubeClient, d.Cluster, d.Metrics),
+		disruptionLoop,
+	}
+	if opts.DryRun {
+		return append(out, readOnly...)
+	}
+	if opts.NodeRepair {
+		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
+	}
+	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
+	return append(append(out, readOnly...),
 		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, opts.Lifecycle),
 		handoff.NewController(d.KubeClient, d.Cluster),
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
@@ -88,14 +103,46 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		readiness.NewController(d.Clock, d.KubeClient, d.CloudProvider),
 		hash.NewController(d.KubeClient),
 		status.NewController(d.KubeClient, d.Metrics),
-		podmetrics.NewController(d.KubeClient, d.Metrics),
-		clustermetrics.NewController(d.Clock, d.KubeClient, d.Cluster, d.Metrics),
-		disruptionLoop,
 		disruptionQueue,
 		expiration.NewController(d.Clock, d.KubeClient, d.Recorder, d.Metrics),
 		disruptionstatus.NewController(d.Clock, d.KubeClient, d.CloudProvider),
 		disruptionstatus.NewPodEventsController(d.Clock, d.KubeClient),
 	)
+}
+
+// ReadOnly says, for every controller NewControllers builds, whether it
+// runs in shadow mode (--dry-run) and why. Only controllers that write
+// nothing but events and metrics run: the cluster-state informers, the
+// provisioner and its triggers (plans published, no NodeClaim created, no
+// pod nominated), the pod and cluster metrics, and the disruption loop
+// (decisions published; no taint, condition or command). Every other
+// controller writes NodeClaims, Nodes, NodePools or pods and is left out.
+var ReadOnly = map[string]string{
+	"state.node":                  "on: feeds the in-memory cluster-state model; reads only",
+	"state.nodeclaim":             "on: feeds the in-memory cluster-state model; reads only",
+	"state.pod":                   "on: feeds the in-memory cluster-state model; reads only",
+	"state.daemonset":             "on: feeds the in-memory cluster-state model; reads only",
+	"state.limitrange":            "on: feeds the in-memory cluster-state model; reads only",
+	"provisioner":                 "on: simulates pending pods and publishes the plan (ShadowLaunch and ShadowNominated events, dovetail_shadow_* metrics, logs); creates no NodeClaim and nominates no pod",
+	"provisioner.trigger.pod":     "on: wakes the provisioner; reads only",
+	"provisioner.trigger.node":    "on: wakes the provisioner; reads only",
+	"metrics.pod":                 "on: Karpenter's pod metrics; reads only",
+	"metrics.cluster":             "on: Karpenter's node and NodePool metrics; reads only",
+	"disruption":                  "on: decides and publishes (ShadowDisrupt events, dovetail_shadow_* metrics, logs); recovers no command, removes no taint or condition, starts no command",
+	"disruption.queue":            "off: taints nodes, sets DisruptionReason, creates replacement NodeClaims, deletes candidates",
+	"nodeclaim.lifecycle":         "off: launches instances, writes NodeClaim status, labels and taints Nodes, nominates pods",
+	"nodeclaim.garbagecollection": "off: deletes NodeClaims and instances",
+	"eviction":                    "off: evicts pods",
+	"node.termination":            "off: drains Nodes and removes their finalizer",
+	"nodeclaim.termination":       "off: terminates instances and removes NodeClaim finalizers",
+	"nodepool.readiness":          "off: writes NodePool status conditions",
+	"nodepool.hash":               "off: writes the NodePool hash annotation",
+	"nodepool.status":             "off: writes NodePool status resources",
+	"nodeclaim.expiration":        "off: deletes expired NodeClaims",
+	"nodeclaim.disruption":        "off: writes the Drifted and Consolidatable conditions",
+	"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",
+	"node.health":                 "off: deletes unhealthy NodeClaims",
+	"pod.handoff":                 "off: writes pods' status.nominatedNodeName (the plan handed to the kube-scheduler)",
 }
 
 // Register adds every controller to the manager.

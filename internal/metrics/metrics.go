@@ -96,6 +96,9 @@ type Metrics struct {
 	// Consolidation are the karpenter_consolidation_* metrics of the
 	// Balanced policy.
 	Consolidation *Consolidation
+
+	// Shadow are the dovetail_shadow_* metrics of shadow mode.
+	Shadow *Shadow
 }
 
 // durationBuckets span 5 ms to about 10 minutes.
@@ -188,6 +191,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		ConsolidationTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",
 			Help: "Consolidation evaluations that hit their time limit."}, []string{LabelConsolidationType}),
 		Consolidation: newConsolidation(),
+		Shadow:        newShadow(),
 	}
 	if reg == nil {
 		return m, nil
@@ -205,7 +209,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.SchedulingDuration, m.SchedulerQueueDepth, m.UnschedulablePodsCount, m.PodsState, m.PodStartupDuration,
 		m.NodeClaimsCreated, m.NodeClaimsLaunched, m.NodeClaimsRegistered, m.NodeClaimsInitialized, m.NodeClaimsTerminated, m.NodeClaimsDisrupted, m.NodeClaimsUnhealthyDisrupted,
 		m.NodesCreated, m.NodesTerminated, m.NodesDrained, m.NodeTerminationDuration, m.PodsDrained, m.PodEvictionRequests,
@@ -215,5 +219,5 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.DisruptionDecisions, m.DisruptionDecisionsByNodePool, m.DisruptionEligibleNodes, m.DisruptionAllowed, m.DisruptionFailedValidations,
 		m.DisruptionEvaluationDuration, m.DisruptionQueueFailures, m.ConsolidationTimeouts,
 		m.Consolidation.Score, m.Consolidation.Moves,
-	}
+	}, m.Shadow.collectors()...)
 }

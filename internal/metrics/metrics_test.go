@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestNewRegistersKarpenterNames(t *testing.T) {
@@ -21,8 +23,8 @@ func TestNewRegistersKarpenterNames(t *testing.T) {
 	}
 	names := map[string]bool{}
 	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "karpenter_") {
-			t.Errorf("metric %s lacks the karpenter_ prefix", f.GetName())
+		if !strings.HasPrefix(f.GetName(), "karpenter_") && !strings.HasPrefix(f.GetName(), "dovetail_shadow_") {
+			t.Errorf("metric %s lacks the karpenter_ prefix (or dovetail_shadow_, for shadow mode's)", f.GetName())
 		}
 		names[f.GetName()] = true
 	}
@@ -33,5 +35,36 @@ func TestNewRegistersKarpenterNames(t *testing.T) {
 	}
 	if _, err := New(reg); err == nil {
 		t.Error("registering the same metrics twice succeeded")
+	}
+}
+
+func TestGaugeSeriesKeepsOnlyTheLastSet(t *testing.T) {
+	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "test"}, []string{"a"})
+	g := NewGaugeSeries(vec)
+	var first Series
+	first.Add(1, "x")
+	first.Add(2, "x")
+	first.Add(5, "y")
+	g.Set(first)
+	var second Series
+	second.Add(3, "y")
+	g.Set(second)
+	got := map[string]float64{}
+	ch := make(chan prometheus.Metric, 10)
+	vec.Collect(ch)
+	close(ch)
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		got[d.GetLabel()[0].GetValue()] = d.GetGauge().GetValue()
+	}
+	if len(got) != 1 || got["y"] != 3 {
+		t.Errorf("series after two sets: got %v, want only y=3", got)
+	}
+	g.Set(Series{})
+	if n := testutil.CollectAndCount(vec); n != 0 {
+		t.Errorf("series after an empty set: %d, want 0", n)
 	}
 }

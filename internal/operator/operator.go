@@ -121,6 +121,12 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	if err != nil {
 		return nil, err
 	}
+	if opts.DryRun {
+		// Shadow mode writes nothing: no certificate Secret, and no
+		// conversion webhook, whose readiness would require the CRDs to
+		// point at this process rather than at the autoscaler serving them.
+		opts.DisableWebhook = true
+	}
 	var conversionWebhook *webhook.Webhook
 	var webhookServer crwebhook.Server
 	if !opts.DisableWebhook {
@@ -226,7 +232,7 @@ func address(port int) string {
 
 // Start runs the manager (and every registered controller) until ctx ends.
 func (o *Operator) Start(ctx context.Context) error {
-	o.Logger.Info("Starting Dovetail controller", "leaderElection", o.Options.LeaderElect)
+	o.Logger.Info("Starting Dovetail controller", "leaderElection", o.Options.LeaderElect, "dryRun", o.Options.DryRun)
 	if err := o.Manager.Start(ctx); err != nil {
 		return fmt.Errorf("running controller manager: %w", err)
 	}

@@ -66,6 +66,13 @@ type Options struct {
 	// DisruptionReplacementTimeout rolls a disruption command back when its
 	// replacement nodes are not initialized in time.
 	DisruptionReplacementTimeout time.Duration
+
+	// DryRun is shadow mode: every provisioning and disruption decision is
+	// computed and published as events, dovetail_shadow_* metrics and logs,
+	// but nothing is launched, tainted, evicted or deleted, and the
+	// controllers that write to NodeClaims, Nodes, NodePools or pods do
+	// not run, so that Dovetail can watch beside another autoscaler.
+	DryRun bool
 }
 
 // envNames maps flags to the environment variables that may set them.
@@ -94,6 +101,7 @@ func envNames() map[string]string {
 		"webhook-cert-dir":               "WEBHOOK_CERT_DIR",
 		"disruption-validation-delay":    "DISRUPTION_VALIDATION_DELAY",
 		"disruption-replacement-timeout": "DISRUPTION_REPLACEMENT_TIMEOUT",
+		"dry-run":                        "DRY_RUN",
 	}
 }
 
@@ -122,6 +130,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "shadow mode: compute every provisioning and disruption decision and publish it as events, dovetail_shadow_* metrics and logs, "+
+		"but launch, taint, evict and delete nothing and write nothing to NodeClaims, Nodes, NodePools or pods (safe beside another autoscaler) [DRY_RUN]")
 }
 
 // ApplyEnvironment sets every flag that was not given on the command line

@@ -129,3 +129,27 @@ func TestNodeRepairGate(t *testing.T) {
 		})
 	}
 }
+
+func TestDryRunFromFlagOrEnvironment(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		"default":               {want: false},
+		"flag":                  {args: []string{"--dry-run"}, want: true},
+		"environment":           {env: map[string]string{"DRY_RUN": "true"}, want: true},
+		"flag over environment": {args: []string{"--dry-run=false"}, env: map[string]string{"DRY_RUN": "true"}, want: false},
+	} {
+		o, err := parse(t, tc.args, tc.env)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if o.DryRun != tc.want {
+			t.Errorf("%s: DryRun = %v, want %v", name, o.DryRun, tc.want)
+		}
+	}
+	if _, err := parse(t, nil, map[string]string{"DRY_RUN": "maybe"}); err == nil || !strings.Contains(err.Error(), "DRY_RUN") {
+		t.Errorf("DRY_RUN=maybe: %v, want an error naming the variable", err)
+	}
+}

@@ -39,6 +39,10 @@ type Options struct {
 	MultiNodeTimeout, SingleNodeTimeout time.Duration
 	// Simulator tunes the scheduling simulations.
 	Simulator simulator.Options
+	// DryRun is shadow mode: every decision is published (events,
+	// dovetail_shadow_* metrics, logs) and none is carried out; no command
+	// is resumed and no leftover taint or condition is removed.
+	DryRun bool
 }
 
 // DefaultOptions are Karpenter's timings.
@@ -75,6 +79,11 @@ type Controller struct {
 	// allowedSeries are the (NodePool, reason) series of the
 	// allowed-disruptions gauge the last pass set.
 	allowedSeries map[[2]string]bool
+	// shadow publishes shadow decisions; shadowMemo and shadowMemoAt are
+	// memo and memoAt for them.
+	shadow       *shadowPublisher
+	shadowMemo   uint64
+	shadowMemoAt time.Time
 }
 
 // NewController returns the disruption loop and its queue (register both).
@@ -82,7 +91,7 @@ func NewController(clk clock.WithTicker, kubeClient client.Client, cluster *stat
 	recorder events.Recorder, m *metrics.Metrics, opts Options) (*Controller, *Queue) {
 	q := NewQueue(clk, kubeClient, cluster, recorder, m, opts.ReplacementTimeout, opts.NominationWindow)
 	return &Controller{clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
-		queue: q, opts: opts}, q
+		queue: q, opts: opts, shadow: newShadowPublisher(recorder, m)}, q
 }
 
 // Name identifies the controller.
@@ -122,7 +131,14 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 		return time.Second, err
 	}
 	// 2. Resume commands a previous process left, then roll back what no
-	// command owns.
+	// command owns. Shadow mode writes nothing, so it does neither.
+	if c.opts.DryRun {
+		in, err := c.input(ctx)
+		if err != nil {
+			return time.Second, err
+		}
+		return c.reconcileShadow(ctx, in, true), nil
+	}
 	if !c.recovered {
 		if err := c.queue.Recover(ctx); err != nil {
 			return time.Second, err
@@ -135,6 +151,14 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 	in, err := c.input(ctx)
 	if err != nil {
 		return time.Second, err
+	}
+	// Shadow NodePools are decided on apart and published; the live
+	// decision (and the validation of a pending command) leaves them out.
+	if live, shadowed, ok := splitShadow(in); ok {
+		c.reconcileShadow(ctx, shadowed, false)
+		in = live
+	} else {
+		c.shadow.publish(ctx, nil)
 	}
 	// 3. A command waiting for validation: re-check it once the delay is over.
 	if c.pending != nil {

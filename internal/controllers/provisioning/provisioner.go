@@ -25,6 +25,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/runaway"
+	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// backoff for pods whose last node went unused (zero: 1 minute and 1
 	// hour).
 	LaunchBackoff, MaxLaunchBackoff time.Duration
+	// DryRun is shadow mode: every pass's plan is published (events,
+	// dovetail_shadow_* metrics, logs) and nothing is created or nominated.
+	DryRun bool
 }
 
 // NominationWindow is how long a node counts as nominated after pods were
@@ -67,6 +71,8 @@ type Provisioner struct {
 	// last node went unused (see package runaway).
 	breaker *runaway.Breaker
 	opts    Options
+	// shadow publishes the decisions of shadow mode and of shadow NodePools.
+	shadow *shadowPublisher
 }
 
 // NewProvisioner returns a Provisioner; add it to a manager with Register.
@@ -76,6 +82,7 @@ func NewProvisioner(clk clock.Clock, kubeClient client.Client, cluster *state.Cl
 		clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
 		breaker: runaway.New(clk, opts.LaunchBackoff, opts.MaxLaunchBackoff),
+		shadow:  newShadowPublisher(recorder, m),
 	}
 }
 
@@ -118,16 +125,44 @@ func (p *Provisioner) Reconcile(ctx context.Context) error {
 		p.batcher.Trigger()
 		return nil
 	}
-	plan, pools, err := p.Schedule(ctx)
-	if err != nil || plan == nil {
+	live, shadowed, err := p.schedule(ctx)
+	if err != nil {
 		return err
 	}
-	return p.Launch(ctx, plan, pools)
+	// 2. Publish what shadow mode or the shadow NodePools would do (an
+	// empty decision clears the shadow metrics), then act on the rest.
+	p.shadow.publish(ctx, shadowed)
+	if live == nil {
+		return nil
+	}
+	return p.Launch(ctx, live.plan, live.pools)
+}
+
+// decision is a plan and the NodePools it may launch from, by name.
+type decision struct {
+	plan  *simulator.Plan
+	pools map[string]*v1.NodePool
+	// shadowOnly, when set, limits what is published to the NodeClaims of
+	// these pools and the pods planned onto them (per-NodePool shadow).
+	shadowOnly map[string]bool
 }
 
 // Schedule simulates the pending pods and returns the plan (nil when there is
-// nothing to do) and the NodePools it used, by name.
+// nothing to do) and the NodePools it used, by name. Shadow NodePools take
+// no part in it; in shadow mode (DryRun) it is nil.
 func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string]*v1.NodePool, error) {
+	live, _, err := p.schedule(ctx)
+	if err != nil || live == nil {
+		return nil, nil, err
+	}
+	return live.plan, live.pools, nil
+}
+
+// schedule simulates the pending pods. The live decision uses every ready
+// NodePool that is not shadow-only (none in shadow mode); the shadow one,
+// computed only when there is something to shadow, uses every ready
+// NodePool, as if all were live, and is published, never carried out.
+func (p *Provisioner) schedule(ctx context.Context) (live, shadowed *decision, err error) {
 	start := p.clock.Now()
 	defer func() {
 		p.metrics.SchedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
@@ -138,6 +173,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string
 	if err != nil {
 		return nil, nil, err
 	}
+	livePools, liveByName, shadowPools := splitShadow(pools, p.opts.DryRun)
 	// 2. Snapshot the machines before listing pods: a pod that binds between
 	// the two reads is then seen pending on a node that has room for it
 	// (undershoot), never twice.
@@ -158,13 +194,49 @@ func (p *Provisioner) Schedule(ctx context.Context) (*simulator.Plan, map[string
 	if err := p.addVolumesAndNamespaces(ctx, snapshot); err != nil {
 		return nil, nil, err
 	}
-	// 3. Simulate.
-	plan := simulator.Simulate(snapshot, p.opts.Simulator)
-	p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
+	// 3. Simulate: the shadow decision on every pool, the live one without
+	// the shadow pools.
+	if p.opts.DryRun || len(shadowPools) > 0 {
+		plan := simulator.Simulate(snapshot, p.opts.Simulator)
+		shadowed = &decision{plan: plan, pools: byName}
+		if !p.opts.DryRun {
+			shadowed.shadowOnly = shadowPools
+		}
+		if p.opts.DryRun {
+			p.observePlan(ctx, plan, len(pods), start)
+			return nil, shadowed, nil
+		}
+	}
+	liveSnapshot := *snapshot
+	liveSnapshot.NodePools = livePools
+	plan := simulator.Simulate(&liveSnapshot, p.opts.Simulator)
+	p.observePlan(ctx, plan, len(pods), start)
+	return &decision{plan: plan, pools: liveByName}, shadowed, nil
+}
+
+// observePlan sets the scheduler metrics of a plan and logs it.
+func (p *Provisioner) observePlan(ctx context.Context, plan *simulator.Plan, pods int, start time.Time) {
+	p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(float64(pods))
 	p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(float64(len(plan.Unschedulable)))
-	log.FromContext(ctx).V(1).Info("Computed scheduling plan", "pods", len(pods), "newNodeClaims", len(plan.NewNodeClaims),
-		"placedOnExisting", len(plan.Placements), "unschedulable", len(plan.Unschedulable), "duration", p.clock.Since(start).String())
-	return plan, byName, nil
+	log.FromContext(ctx).V(1).Info("Computed scheduling plan", "pods", pods, "newNodeClaims", len(plan.NewNodeClaims),
+		"placedOnExisting", len(plan.Placements), "unschedulable", len(plan.Unschedulable), "duration", p.clock.Since(start).String(),
+		"dryRun", p.opts.DryRun)
+}
+
+// splitShadow separates the shadow-only NodePools from the live ones. In
+// shadow mode every pool is shadowed and none is live.
+func splitShadow(pools []simulator.NodePool, dryRun bool) (live []simulator.NodePool, liveByName map[string]*v1.NodePool, shadowed map[string]bool) {
+	liveByName = map[string]*v1.NodePool{}
+	shadowed = map[string]bool{}
+	for _, pool := range pools {
+		if dryRun || shadow.IsShadow(pool.NodePool) {
+			shadowed[pool.NodePool.Name] = true
+			continue
+		}
+		live = append(live, pool)
+		liveByName[pool.NodePool.Name] = pool.NodePool
+	}
+	return live, liveByName, shadowed
 }
 
 // nodePools lists the NodePools that are ready to launch, in weight order,
