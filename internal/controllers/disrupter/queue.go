@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
@@ -181,6 +182,18 @@ func (q *Queue) remove(cmd *command) {
 // and launches the replacements. A command without replacements deletes
 // its candidates at once.
 func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error {
+	// A shadow NodePool is never acted on; the loop leaves it out of live
+	// decisions, and this guards against a command that slipped through.
+	for _, c := range dc.Candidates {
+		if shadow.IsShadow(c.NodePool) {
+			return fmt.Errorf("refusing to disrupt node %s: NodePool %s is annotated %s", c.Name(), c.NodePool.Name, shadow.AnnotationKey)
+		}
+	}
+	for _, r := range dc.Replacements {
+		if shadow.IsShadow(r.NodePool) {
+			return fmt.Errorf("refusing to launch a replacement from NodePool %s: it is annotated %s", r.NodePool.Name, shadow.AnnotationKey)
+		}
+	}
 	now := q.clock.Now()
 	cmd := &command{
 		id: fmt.Sprintf("%s-%d", dc.Candidates[0].NodeClaimName(), now.UnixNano()), reason: dc.Reason, method: dc.Method,
