@@ -246,8 +246,8 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 	for _, c := range cands {
 		b := p.budget(c.NodePool.Name, v1.DisruptionReasonUnderutilized)
 		if taken[c.NodePool.Name] >= b.remaining() {
+			// Not a hold: single-node consolidation may still take it.
 			b.blocked = true
-			p.hold(c, v1.DisruptionReasonUnderutilized)
 			continue
 		}
 		taken[c.NodePool.Name]++

@@ -177,3 +177,28 @@ func TestNextWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldConsolidationCandidate: consolidation candidates of a pool whose
+// Underutilized budget allows nothing are held, each reported once (the
+// multi-node search, which only caps its prefix, reports none).
+func TestHeldConsolidationCandidate(t *testing.T) {
+	np := makePool("default").budgets(budget("100%"), budget("0", v1.DisruptionReasonUnderutilized)).obj()
+	large := catalog()[2]
+	out := disruption.Decide(input([]*v1.NodePool{np},
+		makeNode("a", np, large, zoneA, v1.CapacityTypeOnDemand).pods(pod("p1", "web", "1")).obj(),
+		makeNode("b", np, large, zoneA, v1.CapacityTypeOnDemand).pods(pod("p2", "web", "1")).obj(),
+	), disruption.Options{})
+	if out.Command != nil {
+		t.Fatalf("command %s, want none", out.Command)
+	}
+	var got []string
+	for _, h := range out.Held {
+		got = append(got, h.Node.Name+"/"+string(h.Reason))
+	}
+	if diff := cmp.Diff([]string{"a/Underutilized", "b/Underutilized"}, got); diff != "" {
+		t.Errorf("held mismatch (-want +got):\n%s", diff)
+	}
+	if want := `budget 1 (nodes "0", reasons [Underutilized], no schedule): allows 0 of 2 nodes now`; !strings.Contains(out.Held[0].Message(), want) {
+		t.Errorf("message %q does not contain %q", out.Held[0].Message(), want)
+	}
+}
