@@ -38,6 +38,9 @@ type SimulateOptions struct {
 	Output string
 	// Clock gives the moment of the decisions; the real clock when nil.
 	Clock clock.PassiveClock
+	// AgainstLive compares the live cluster's nodes with a fresh plan for
+	// its pods instead (see LiveComparison).
+	AgainstLive bool
 
 	genericiooptions.IOStreams
 
@@ -50,7 +53,7 @@ type SimulateOptions struct {
 func NewSimulateCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &SimulateOptions{IOStreams: streams, Output: outputTable}
 	cmd := &cobra.Command{
-		Use:   "simulate [--snapshot FILE | --kubeconfig FILE] [-f MANIFEST ...] [--remove-node NAME ...] [--scale deployment/NS/NAME=N ...]",
+		Use:   "simulate [--snapshot FILE | --kubeconfig FILE] [-f MANIFEST ...] [--remove-node NAME ...] [--scale deployment/NS/NAME=N ...] [--against-live]",
 		Short: "Print what Dovetail would do now, or after changes, without touching the cluster",
 		Long: `Run Dovetail's provisioning pass and disruption decision on a cluster (read
 through --kubeconfig, $KUBECONFIG or ~/.kube/config) or on a snapshot written
@@ -67,6 +70,14 @@ NodeClasses, pods; a Deployment, StatefulSet or ReplicaSet becomes its
 replicas as pending pods), --remove-node takes a node away (its pods become
 pending) and --scale sets a Deployment's replicas.
 
+--against-live compares instead the cluster as it runs now (its nodes, by
+NodePool, instance type and capacity type, and their $/h) with what Dovetail
+would run for the same pods from scratch: every node and NodeClaim removed
+(control-plane nodes excepted) and every pod placed anew on the NodePools.
+Run beside Karpenter or the Cluster Autoscaler, it answers "what would
+switching save?"; a Dovetail in shadow mode (controller --dry-run) publishes
+its decisions as they happen.
+
 The code is the controllers' own: the cluster-state model, the scheduling
 simulator and the disruption decision. Instance types and prices come from
 the embedded EC2 catalog (us-east-1, AL2023) for every NodeClass kind, so the
@@ -79,7 +90,11 @@ AWS provider's subnet, AMI and reservation filtering is not modelled.`,
   dovetail simulate --snapshot cluster.yaml -f spot-nodepool.yaml --scale deployment/shop/web=40
 
   # What if these two nodes went away? As JSON, for a script
-  dovetail simulate --remove-node ip-10-0-1-7 --remove-node ip-10-0-2-9 -o json`,
+  dovetail simulate --remove-node ip-10-0-1-7 --remove-node ip-10-0-2-9 -o json
+
+  # Beside Karpenter or the Cluster Autoscaler: what would Dovetail run for
+  # these pods, and at what $/h, compared with the nodes running now?
+  dovetail simulate --against-live`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -89,6 +104,9 @@ AWS provider's subnet, AMI and reservation filtering is not modelled.`,
 			objs, err := o.load(cmd)
 			if err != nil {
 				return err
+			}
+			if o.AgainstLive {
+				return o.RunAgainstLive(objs)
 			}
 			return o.Run(objs)
 		},
@@ -101,6 +119,8 @@ AWS provider's subnet, AMI and reservation filtering is not modelled.`,
 	f.StringArrayVar(&o.RemoveNodes, "remove-node", nil, "take this Node (or NodeClaim) away first; its pods become pending; repeatable")
 	f.StringArrayVar(&o.Scale, "scale", nil, "set a Deployment's replicas first: deployment/NAMESPACE/NAME=N; repeatable")
 	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table, json or yaml")
+	f.BoolVar(&o.AgainstLive, "against-live", false, "compare the live cluster's nodes and $/h with what Dovetail would run for the same pods from scratch "+
+		"(every node removed, every pod placed anew; -f changes apply to Dovetail's side); not with --snapshot, --remove-node or --scale")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("snapshot", "yaml", "yml")
 	return cmd
@@ -110,6 +130,11 @@ AWS provider's subnet, AMI and reservation filtering is not modelled.`,
 func (o *SimulateOptions) Validate() error {
 	if err := validOutput(o.Output); err != nil {
 		return err
+	}
+	if o.AgainstLive {
+		if err := o.validateAgainstLive(); err != nil {
+			return err
+		}
 	}
 	o.changes = whatif.Changes{RemoveNodes: o.RemoveNodes, Manifests: &whatif.Objects{}}
 	for _, s := range o.Scale {
@@ -186,6 +211,19 @@ func (o *SimulateOptions) Run(objs *whatif.Objects) error {
 		return err
 	}
 	return printResult(o.Out, o.Output, res, func(w io.Writer) error { return whatif.WriteResult(w, res) })
+}
+
+// RunAgainstLive compares the cluster with a fresh plan and prints it.
+func (o *SimulateOptions) RunAgainstLive(objs *whatif.Objects) error {
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c, err := CompareWithLive(objs, o.changes.Manifests, clk.Now())
+	if err != nil {
+		return err
+	}
+	return printResult(o.Out, o.Output, c, func(w io.Writer) error { return WriteLiveComparison(w, c) })
 }
 
 func validOutput(format string) error {
