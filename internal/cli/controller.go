@@ -31,7 +31,12 @@ func NewControllerCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Run the Dovetail controller against a cluster",
 		Long: `Runs Dovetail's controllers: provisioning, NodeClaim lifecycle, termination,
 NodePool status and the cloud provider's own. Options come from flags or, where
-noted in brackets, the environment variables Karpenter uses.`,
+noted in brackets, the environment variables Karpenter uses.
+
+--dry-run is shadow mode: every provisioning and disruption decision is taken
+and published (Shadow* events, dovetail_shadow_* metrics, logs) but nothing is
+launched, tainted, evicted or deleted, and only the controllers that read run,
+so that Dovetail can watch beside Karpenter or the Cluster Autoscaler.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			return operator.ApplyEnvironment(cmd.Flags(), nil)
