@@ -107,15 +107,15 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	return opts
 }
 
-// readOnlyProviderControllers are the cloud providers' controllers that
-// shadow mode (--dry-run) runs: they read the cloud and keep caches in
+// readOnlyProviderController reports the cloud providers' controllers
+// that shadow mode (--dry-run) runs: they read the cloud and keep caches in
 // memory. The others write: the kwok registration controller creates
 // Nodes, the NodeClass controllers write NodeClass status and delete
 // launch templates, tagging tags instances and NodeClaims, the
 // reservation expiration controller deletes NodeClaims, and the
 // interruption controller deletes NodeClaims and consumes the queue's
 // messages (which the autoscaler beside it needs).
-var readOnlyProviderControllers = map[string]bool{"aws.pricing": true}
+func readOnlyProviderController(name string) bool { return name == "aws.pricing" }
 
 // providerControllers keeps the provider controllers shadow mode may run.
 func providerControllers[C interface{ Name() string }](dryRun bool, all []C) []C {
@@ -124,7 +124,7 @@ func providerControllers[C interface{ Name() string }](dryRun bool, all []C) []C
 	}
 	var out []C
 	for _, c := range all {
-		if readOnlyProviderControllers[c.Name()] {
+		if readOnlyProviderController(c.Name()) {
 			out = append(out, c)
 		}
 	}

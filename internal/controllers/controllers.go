@@ -110,39 +110,41 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	)
 }
 
-// ReadOnly says, for every controller NewControllers builds, whether it
-// runs in shadow mode (--dry-run) and why. Only controllers that write
+// ReadOnly says, for every controller NewControllers builds (by name),
+// whether it runs in shadow mode (--dry-run) and why. Only controllers that write
 // nothing but events and metrics run: the cluster-state informers, the
 // provisioner and its triggers (plans published, no NodeClaim created, no
 // pod nominated), the pod and cluster metrics, and the disruption loop
 // (decisions published; no taint, condition or command). Every other
 // controller writes NodeClaims, Nodes, NodePools or pods and is left out.
-var ReadOnly = map[string]string{
-	"state.node":                  "on: feeds the in-memory cluster-state model; reads only",
-	"state.nodeclaim":             "on: feeds the in-memory cluster-state model; reads only",
-	"state.pod":                   "on: feeds the in-memory cluster-state model; reads only",
-	"state.daemonset":             "on: feeds the in-memory cluster-state model; reads only",
-	"state.limitrange":            "on: feeds the in-memory cluster-state model; reads only",
-	"provisioner":                 "on: simulates pending pods and publishes the plan (ShadowLaunch and ShadowNominated events, dovetail_shadow_* metrics, logs); creates no NodeClaim and nominates no pod",
-	"provisioner.trigger.pod":     "on: wakes the provisioner; reads only",
-	"provisioner.trigger.node":    "on: wakes the provisioner; reads only",
-	"metrics.pod":                 "on: Karpenter's pod metrics; reads only",
-	"metrics.cluster":             "on: Karpenter's node and NodePool metrics; reads only",
-	"disruption":                  "on: decides and publishes (ShadowDisrupt events, dovetail_shadow_* metrics, logs); recovers no command, removes no taint or condition, starts no command",
-	"disruption.queue":            "off: taints nodes, sets DisruptionReason, creates replacement NodeClaims, deletes candidates",
-	"nodeclaim.lifecycle":         "off: launches instances, writes NodeClaim status, labels and taints Nodes, nominates pods",
-	"nodeclaim.garbagecollection": "off: deletes NodeClaims and instances",
-	"eviction":                    "off: evicts pods",
-	"node.termination":            "off: drains Nodes and removes their finalizer",
-	"nodeclaim.termination":       "off: terminates instances and removes NodeClaim finalizers",
-	"nodepool.readiness":          "off: writes NodePool status conditions",
-	"nodepool.hash":               "off: writes the NodePool hash annotation",
-	"nodepool.status":             "off: writes NodePool status resources",
-	"nodeclaim.expiration":        "off: deletes expired NodeClaims",
-	"nodeclaim.disruption":        "off: writes the Drifted and Consolidatable conditions",
-	"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",
-	"node.health":                 "off: deletes unhealthy NodeClaims",
-	"pod.handoff":                 "off: writes pods' status.nominatedNodeName (the plan handed to the kube-scheduler)",
+func ReadOnly() map[string]string {
+	return map[string]string{
+		"state.node":                  "on: feeds the in-memory cluster-state model; reads only",
+		"state.nodeclaim":             "on: feeds the in-memory cluster-state model; reads only",
+		"state.pod":                   "on: feeds the in-memory cluster-state model; reads only",
+		"state.daemonset":             "on: feeds the in-memory cluster-state model; reads only",
+		"state.limitrange":            "on: feeds the in-memory cluster-state model; reads only",
+		"provisioner":                 "on: simulates pending pods and publishes the plan (ShadowLaunch and ShadowNominated events, dovetail_shadow_* metrics, logs); creates no NodeClaim and nominates no pod",
+		"provisioner.trigger.pod":     "on: wakes the provisioner; reads only",
+		"provisioner.trigger.node":    "on: wakes the provisioner; reads only",
+		"metrics.pod":                 "on: Karpenter's pod metrics; reads only",
+		"metrics.cluster":             "on: Karpenter's node and NodePool metrics; reads only",
+		"disruption":                  "on: decides and publishes (ShadowDisrupt events, dovetail_shadow_* metrics, logs); recovers no command, removes no taint or condition, starts no command",
+		"disruption.queue":            "off: taints nodes, sets DisruptionReason, creates replacement NodeClaims, deletes candidates",
+		"nodeclaim.lifecycle":         "off: launches instances, writes NodeClaim status, labels and taints Nodes, nominates pods",
+		"nodeclaim.garbagecollection": "off: deletes NodeClaims and instances",
+		"eviction":                    "off: evicts pods",
+		"node.termination":            "off: drains Nodes and removes their finalizer",
+		"nodeclaim.termination":       "off: terminates instances and removes NodeClaim finalizers",
+		"nodepool.readiness":          "off: writes NodePool status conditions",
+		"nodepool.hash":               "off: writes the NodePool hash annotation",
+		"nodepool.status":             "off: writes NodePool status resources",
+		"nodeclaim.expiration":        "off: deletes expired NodeClaims",
+		"nodeclaim.disruption":        "off: writes the Drifted and Consolidatable conditions",
+		"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",
+		"node.health":                 "off: deletes unhealthy NodeClaims",
+		"pod.handoff":                 "off: writes pods' status.nominatedNodeName (the plan handed to the kube-scheduler)",
+	}
 }
 
 // Register adds every controller to the manager.

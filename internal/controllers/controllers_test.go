@@ -31,17 +31,17 @@ func TestDryRunRunsOnlyReadOnlyControllers(t *testing.T) {
 	}
 	live := names(Options{NodeRepair: true})
 	for name := range live {
-		if _, ok := ReadOnly[name]; !ok {
+		if _, ok := ReadOnly()[name]; !ok {
 			t.Errorf("controller %s is not classified in ReadOnly", name)
 		}
 	}
-	for name := range ReadOnly {
+	for name := range ReadOnly() {
 		if !live[name] {
 			t.Errorf("ReadOnly names %s, which NewControllers does not build", name)
 		}
 	}
 	shadow := names(Options{NodeRepair: true, DryRun: true})
-	for name, why := range ReadOnly {
+	for name, why := range ReadOnly() {
 		if on := strings.HasPrefix(why, "on:"); on != shadow[name] {
 			t.Errorf("controller %s: built in dry-run %v, but ReadOnly says %q", name, shadow[name], why)
 		}

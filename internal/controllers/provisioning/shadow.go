@@ -43,17 +43,17 @@ func newShadowPublisher(recorder events.Recorder, m *metrics.Metrics) *shadowPub
 	}
 }
 
-// ShadowLaunch is what a shadow plan would launch: the cheapest offering
+// shadowLaunch is what a shadow plan would launch: the cheapest offering
 // of a planned NodeClaim.
-type ShadowLaunch struct {
+type shadowLaunch struct {
 	NodePool, InstanceType, Zone, CapacityType string
 	Price                                      float64
 	Options                                    int
 }
 
-// ShadowLaunchOf describes a planned NodeClaim by its cheapest offering.
-func ShadowLaunchOf(c *simulator.NewNodeClaim) ShadowLaunch {
-	l := ShadowLaunch{NodePool: c.NodePool, Price: c.Price, Options: len(c.InstanceTypes)}
+// shadowLaunchOf describes a planned NodeClaim by its cheapest offering.
+func shadowLaunchOf(c *simulator.NewNodeClaim) shadowLaunch {
+	l := shadowLaunch{NodePool: c.NodePool, Price: c.Price, Options: len(c.InstanceTypes)}
 	if len(c.InstanceTypes) == 0 {
 		return l
 	}
@@ -74,7 +74,7 @@ func ShadowLaunchOf(c *simulator.NewNodeClaim) ShadowLaunch {
 }
 
 // String is the launch in words, for events and logs.
-func (l ShadowLaunch) String() string {
+func (l shadowLaunch) String() string {
 	return fmt.Sprintf("%s %s in %s at $%.4f/h (%d instance type option(s))", l.InstanceType, l.CapacityType, l.Zone, l.Price, l.Options)
 }
 
@@ -90,7 +90,7 @@ func (s *shadowPublisher) publish(ctx context.Context, d *decision) {
 			if !shadowed(c.NodePool) {
 				continue
 			}
-			l := ShadowLaunchOf(c)
+			l := shadowLaunchOf(c)
 			claims.Add(1, l.NodePool, l.InstanceType, l.CapacityType)
 			price.Add(l.Price, l.NodePool)
 			pods.Add(float64(len(c.Pods)), l.NodePool, metrics.TargetNew)
@@ -124,7 +124,7 @@ func (s *shadowPublisher) publish(ctx context.Context, d *decision) {
 }
 
 // shadowLaunchEvent tells a NodePool what it would launch.
-func shadowLaunchEvent(np *v1.NodePool, l ShadowLaunch, pods []*corev1.Pod) events.Event {
+func shadowLaunchEvent(np *v1.NodePool, l shadowLaunch, pods []*corev1.Pod) events.Event {
 	names := make([]string, 0, len(pods))
 	for _, pod := range pods {
 		names = append(names, klog.KObj(pod).String())
