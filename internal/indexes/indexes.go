@@ -1,5 +1,5 @@
 // Package indexes registers the cache field indexes that several controllers
-// query: pods and VolumeAttachments by node, Nodes and NodeClaims by provider
+// query: pods and VolumeAttachments by node, pods by nominated node, Nodes and NodeClaims by provider
 // ID, NodeClaims by NodePool. Registering them in one place, once, avoids
 // conflicting registrations.
 package indexes
@@ -17,7 +17,10 @@ import (
 
 // Field names of the indexes.
 const (
-	PodNodeName           = "spec.nodeName"
+	PodNodeName = "spec.nodeName"
+	// PodNominatedNodeName indexes pods by status.nominatedNodeName: the
+	// kube-scheduler keeps room for them on that node.
+	PodNominatedNodeName  = "status.nominatedNodeName"
 	NodeProviderID        = "spec.providerID"
 	NodeClaimProviderID   = "status.providerID"
 	NodeClaimNodePoolName = "metadata.labels.nodepool"
@@ -34,6 +37,7 @@ func Setup(ctx context.Context, indexer client.FieldIndexer) error {
 		extract client.IndexerFunc
 	}{
 		{&corev1.Pod{}, PodNodeName, func(o client.Object) []string { return nonEmpty(o.(*corev1.Pod).Spec.NodeName) }},
+		{&corev1.Pod{}, PodNominatedNodeName, func(o client.Object) []string { return nonEmpty(o.(*corev1.Pod).Status.NominatedNodeName) }},
 		{&corev1.Node{}, NodeProviderID, func(o client.Object) []string { return nonEmpty(o.(*corev1.Node).Spec.ProviderID) }},
 		{&v1.NodeClaim{}, NodeClaimProviderID, func(o client.Object) []string { return nonEmpty(o.(*v1.NodeClaim).Status.ProviderID) }},
 		{&v1.NodeClaim{}, NodeClaimNodePoolName, func(o client.Object) []string { return nonEmpty(o.GetLabels()[v1.NodePoolLabelKey]) }},

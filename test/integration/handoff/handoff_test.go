@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -37,9 +38,19 @@ func start(t *testing.T) *state.Cluster {
 
 func pendingPod(t *testing.T, ns, name, nominated string) *corev1.Pod {
 	t.Helper()
+	return pendingPodWithCPU(t, ns, name, nominated, "")
+}
+
+// pendingPodWithCPU makes a pending pod requesting cpu ("" for none).
+func pendingPodWithCPU(t *testing.T, ns, name, nominated, cpu string) *corev1.Pod {
+	t.Helper()
+	container := corev1.Container{Name: "app"}
+	if cpu != "" {
+		container.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
 	pod := testEnv.CreatePendingPod(t, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{container}},
 	})
 	if nominated == "" {
 		return pod
@@ -56,9 +67,12 @@ func readyNode(name, providerID string, taints ...corev1.Taint) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}},
+		},
 	}
 }
 
@@ -207,5 +221,69 @@ func TestHandOffEndsWithThePlan(t *testing.T) {
 		if got.Status.NominatedNodeName != "" {
 			t.Errorf("pod %s nominated again to %q after its hand-off ended", pod.Name, got.Status.NominatedNodeName)
 		}
+	}
+}
+
+// TestHandOffDoesNotOverfillANode: when a pod the plan did not expect took
+// room on a planned node, only the handed-off pods that still fit there are
+// nominated (the kube-scheduler keeps room for each nominated pod, so
+// overfilling would leave them all waiting on each other), and a pod whose
+// nomination the scheduler cleared is not nominated again into room
+// another now holds.
+func TestHandOffDoesNotOverfillANode(t *testing.T) {
+	ns := testEnv.Namespace(t)
+	node := readyNode("handoff-full", "kwok://handoff-full") // 2 cpu
+	testEnv.CreateWithStatus(t, node)
+	deleteOnCleanup(t, node)
+	stranger := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: env.PauseImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+	}
+	if err := testEnv.Client.Create(context.Background(), stranger); err != nil {
+		t.Fatal(err)
+	}
+	a := pendingPodWithCPU(t, ns, "planned-a", "", "600m")
+	b := pendingPodWithCPU(t, ns, "planned-b", "", "600m")
+	key := client.ObjectKeyFromObject
+	pods := []types.NamespacedName{key(a), key(b)}
+
+	cluster := start(t)
+	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
+		cluster.PlanPods(node.Name, pods)
+		cluster.HandOff(pods)
+		_, okA := cluster.HandOffTarget(key(a))
+		_, okB := cluster.HandOffTarget(key(b))
+		return okA && okB && cluster.HasNode(node.Name), nil
+	})
+	var first, second *corev1.Pod
+	env.Eventually(t, 30*time.Second, "one planned pod nominated", func(ctx context.Context) (bool, error) {
+		for _, pair := range [][2]*corev1.Pod{{a, b}, {b, a}} {
+			got := pair[0].DeepCopy()
+			if err := testEnv.Client.Get(ctx, key(got), got); err != nil {
+				return false, err
+			}
+			if got.Status.NominatedNodeName == node.Name {
+				first, second = got, pair[1]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// The second pod's hand-off was processed with the first's (both were
+	// enqueued together); wake it again, as a cleared nomination would.
+	cluster.HandOff([]types.NamespacedName{key(second)})
+	// The scheduler clears the first pod's nomination; a third pod, planned
+	// onto another node, shows the controller has moved on.
+	stored := first.DeepCopy()
+	first.Status.NominatedNodeName = ""
+	if err := testEnv.Client.Status().Patch(context.Background(), first, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	nominatedTo(t, first, node.Name)
+	got := second.DeepCopy()
+	env.Get(context.Background(), t, testEnv.Client, got)
+	if got.Status.NominatedNodeName != "" {
+		t.Errorf("pod %s nominated to %q: 1 cpu bound and 600m nominated leave no room for its 600m on 2 cpu", got.Name, got.Status.NominatedNodeName)
 	}
 }

@@ -12,18 +12,28 @@
 // schedulable), so nominating once is not enough: this controller sets the
 // nomination again whenever it is cleared. A status-only change does not
 // wake the pod in the scheduler's queue, so the two writers do not loop.
+//
+// A nomination is only (re)written while the pod still fits on its node
+// next to the pods bound there and the others nominated there: the
+// scheduler keeps room for every nominated pod, so nominating more than a
+// node holds (after a pod the plan did not expect bound there) would leave
+// each nominated pod waiting on room held for the others, forever. Such a
+// pod is left unnominated, and provisioning plans it again.
 package handoff
 
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,16 +76,32 @@ type Controller struct {
 	// (only the leader runs it); plans handed off before then are found by
 	// the Node events that follow.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
-	// ours holds, per pod, the node this controller last nominated it to: a
-	// nomination of ours that a newer plan replaced is ours to move, while
+	// ours holds, per pod, the node this controller last nominated it to:
+	// a nomination of ours that a newer plan replaced is ours to move, while
 	// one another writer set (a preemption, the scheduler starting a
 	// binding) to a node that exists is left alone.
 	ours map[types.NamespacedName]string
+	// unseen holds the nominations this controller wrote that its cache has
+	// not delivered yet: they count in their node's room.
+	unseen map[types.NamespacedName]nomination
+	// nodeLocks serialise the room check and the write per node, so that
+	// two workers do not both take the last room on a node.
+	nodeLocks sync.Map // node name -> *sync.Mutex
+}
+
+// nomination is a nomination this controller wrote: the node, the
+// requests of its pod, and the pod's resourceVersion after the write (the
+// cache has delivered the write once it holds that version or a newer one).
+type nomination struct {
+	node            string
+	requests        corev1.ResourceList
+	resourceVersion uint64
 }
 
 // NewController returns the hand-off controller.
 func NewController(kubeClient client.Client, plans Plans) *Controller {
-	return &Controller{kubeClient: kubeClient, plans: plans, ours: map[types.NamespacedName]string{}}
+	return &Controller{kubeClient: kubeClient, plans: plans, ours: map[types.NamespacedName]string{},
+		unseen: map[types.NamespacedName]nomination{}}
 }
 
 // Name identifies the controller.
@@ -156,27 +182,14 @@ func (c *Controller) enqueueNode(ctx context.Context, node *corev1.Node, q workq
 	}
 }
 
-// NominationMayBeLost reports whether an update of a pod that is still
-// waiting to be bound may have left it without its planned nomination: the
-// nomination changed (the kube-scheduler clears it on every failed
-// attempt), or its scheduling condition did.
+// NominationMayBeLost reports whether an update of a pod may call for a
+// nomination to be written again or forgotten: its nomination changed (the
+// kube-scheduler clears it on every failed attempt), or it was bound.
 func NominationMayBeLost(old, updated *corev1.Pod) bool {
-	if updated.Spec.NodeName != "" || updated.DeletionTimestamp != nil || podutil.IsTerminal(updated) {
-		return false
-	}
-	if old.Status.NominatedNodeName != updated.Status.NominatedNodeName {
+	if old.Spec.NodeName == "" && updated.Spec.NodeName != "" {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(scheduledCondition(old), scheduledCondition(updated))
-}
-
-func scheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
+	return old.Status.NominatedNodeName != updated.Status.NominatedNodeName
 }
 
 // schedulabilityChanged reports whether a Node update may change whether
@@ -216,55 +229,168 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	node, err := c.nodeOf(ctx, machine)
-	if err != nil || node == "" {
+	if err != nil || node == nil {
 		return reconcile.Result{}, err // no Node yet: its arrival brings the pod back
 	}
 	current := pod.Status.NominatedNodeName
-	if current == node || (current != "" && current != c.lastNominated(req.NamespacedName) && c.plans.HasNode(current)) {
+	if current == node.Name || (current != "" && current != c.lastNominated(req.NamespacedName) && c.plans.HasNode(current)) {
+		return reconcile.Result{}, nil
+	}
+	lock := c.nodeLock(node.Name)
+	lock.Lock()
+	defer lock.Unlock()
+	requests := podRequests(pod)
+	fits, err := c.fits(ctx, pod, requests, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !fits {
+		log.FromContext(ctx).V(1).Info("Not nominating pod: its planned node no longer has room for it", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
 		return reconcile.Result{}, nil
 	}
 	stored := pod.DeepCopy()
-	pod.Status.NominatedNodeName = node
+	pod.Status.NominatedNodeName = node.Name
 	if err := c.kubeClient.Status().Patch(ctx, pod, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// A newer pod (its update event brings it back) or none.
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("nominating pod to node %s: %w", node, err)
+		return reconcile.Result{}, fmt.Errorf("nominating pod to node %s: %w", node.Name, err)
 	}
 	c.mu.Lock()
-	c.ours[req.NamespacedName] = node
+	c.ours[req.NamespacedName] = node.Name
+	if rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64); err == nil {
+		c.unseen[req.NamespacedName] = nomination{node: node.Name, requests: requests, resourceVersion: rv}
+	}
 	c.mu.Unlock()
-	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", node, "previous", current)
+	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "previous", current)
 	return reconcile.Result{}, nil
 }
 
+// podRequests is what a pod takes of a node's allocatable, pod slot
+// included.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	requests[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+	return requests
+}
+
+// fits reports whether a pod with these requests fits on node next to the
+// pods bound there, the other pods nominated there, and the nominations
+// this controller wrote there that the cache has not shown yet: the room
+// the kube-scheduler will find when it tries the node. Callers hold the
+// node's lock.
+func (c *Controller) fits(ctx context.Context, pod *corev1.Pod, requests corev1.ResourceList, node *corev1.Node) (bool, error) {
+	used := corev1.ResourceList{}
+	counted := map[types.NamespacedName]bool{client.ObjectKeyFromObject(pod): true}
+	count := func(key types.NamespacedName, r corev1.ResourceList) {
+		if counted[key] {
+			return
+		}
+		counted[key] = true
+		for name, q := range r {
+			total := used[name]
+			total.Add(q)
+			used[name] = total
+		}
+	}
+	for _, field := range []string{indexes.PodNodeName, indexes.PodNominatedNodeName} {
+		pods := &corev1.PodList{}
+		if err := c.kubeClient.List(ctx, pods, client.MatchingFields{field: node.Name}); err != nil {
+			return false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if podutil.IsTerminal(p) || (field == indexes.PodNominatedNodeName && (p.Spec.NodeName != "" || p.DeletionTimestamp != nil)) {
+				continue
+			}
+			count(client.ObjectKeyFromObject(p), podRequests(p))
+		}
+	}
+	for key, n := range c.unseenOn(node.Name) {
+		if counted[key] {
+			continue
+		}
+		cached := &corev1.Pod{}
+		if err := c.kubeClient.Get(ctx, key, cached); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("reading pod %s: %w", key, err)
+			}
+			c.forgetUnseen(key, n)
+			continue
+		}
+		if rv, err := strconv.ParseUint(cached.ResourceVersion, 10, 64); err != nil || rv >= n.resourceVersion {
+			c.forgetUnseen(key, n) // delivered: the lists above counted it if it still holds
+			continue
+		}
+		count(key, n.requests)
+	}
+	for name, want := range requests {
+		if want.IsZero() {
+			continue
+		}
+		free := node.Status.Allocatable[name]
+		free.Sub(used[name])
+		if free.Cmp(want) < 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (c *Controller) nodeLock(node string) *sync.Mutex {
+	lock, _ := c.nodeLocks.LoadOrStore(node, &sync.Mutex{})
+	return lock.(*sync.Mutex)
+}
+
 // nodeOf finds the Node of a machine named by a Node or NodeClaim name, or
-// "" when it has none yet.
-func (c *Controller) nodeOf(ctx context.Context, machine string) (string, error) {
+// nil when it has none yet.
+func (c *Controller) nodeOf(ctx context.Context, machine string) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	err := c.kubeClient.Get(ctx, client.ObjectKey{Name: machine}, node)
 	if err == nil {
-		return node.Name, nil
+		return node, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("reading node %s: %w", machine, err)
+		return nil, fmt.Errorf("reading node %s: %w", machine, err)
 	}
 	nc := &v1.NodeClaim{}
 	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: machine}, nc); err != nil {
-		return "", client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s: %w", machine, err))
+		return nil, client.IgnoreNotFound(fmt.Errorf("reading nodeclaim %s: %w", machine, err))
 	}
 	if nc.Status.ProviderID == "" {
-		return "", nil
+		return nil, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := c.kubeClient.List(ctx, nodes, client.MatchingFields{indexes.NodeProviderID: nc.Status.ProviderID}); err != nil {
-		return "", fmt.Errorf("listing the node of nodeclaim %s: %w", machine, err)
+		return nil, fmt.Errorf("listing the node of nodeclaim %s: %w", machine, err)
 	}
 	if len(nodes.Items) != 1 {
-		return "", nil
+		return nil, nil
 	}
-	return nodes.Items[0].Name, nil
+	return &nodes.Items[0], nil
+}
+
+// unseenOn returns the nominations to node the cache has not delivered.
+func (c *Controller) unseenOn(node string) map[types.NamespacedName]nomination {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[types.NamespacedName]nomination{}
+	for key, n := range c.unseen {
+		if n.node == node {
+			out[key] = n
+		}
+	}
+	return out
+}
+
+// forgetUnseen drops an unseen nomination, unless a newer write replaced it.
+func (c *Controller) forgetUnseen(key types.NamespacedName, n nomination) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unseen[key].resourceVersion == n.resourceVersion {
+		delete(c.unseen, key)
+	}
 }
 
 func (c *Controller) lastNominated(key types.NamespacedName) string {
@@ -277,4 +403,5 @@ func (c *Controller) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ours, key)
+	delete(c.unseen, key)
 }
