@@ -29,16 +29,7 @@ import (
 func TestSimulateAgainstLive(t *testing.T) {
 	removeClusterScoped(t)
 	ns := testEnv.Namespace(t)
-	ctx := context.Background()
-	class := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if err := testEnv.Client.Create(ctx, class); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), class) })
-	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"})
-	if err := testEnv.Client.Status().Update(ctx, class); err != nil {
-		t.Fatal(err)
-	}
+	kwokNodeClass(t, "default")
 	testEnv.CreateWithStatus(t, whatiftest.NodePool("default", "default", 0, "30s"))
 	types, err := whatif.CatalogInstanceTypes()
 	if err != nil {
@@ -105,5 +96,20 @@ func TestSimulateAgainstLive(t *testing.T) {
 	}
 	if _, err := run("--snapshot", "cluster.yaml"); err == nil || !strings.Contains(err.Error(), "cannot be used with --snapshot") {
 		t.Errorf("--against-live --snapshot: %v, want a clear refusal", err)
+	}
+}
+
+// kwokNodeClass creates a Ready KWOKNodeClass, deleted after the test.
+func kwokNodeClass(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	class := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := testEnv.Client.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testEnv.Client.Delete(context.Background(), class) })
+	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"})
+	if err := testEnv.Client.Status().Update(ctx, class); err != nil {
+		t.Fatal(err)
 	}
 }
