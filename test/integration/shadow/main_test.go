@@ -1,7 +1,8 @@
 // Package shadow_test runs Dovetail's shadow mode against a real
 // kube-apiserver and etcd: a controller composed with --dry-run (the
 // controllers it would run in a cluster, on a manager, with a fake cloud
-// provider) beside pending pods and an under-used node launches, taints
+// provider; and the whole operator with the kwok provider) beside pending
+// pods and an under-used node launches, taints
 // and deletes nothing and writes no NodeClaim, Node, NodePool or pod, yet
 // publishes its provisioning and disruption decisions as events and
 // dovetail_shadow_* metrics; a NodePool annotated dovetail.dev/shadow in a
