@@ -28,8 +28,8 @@ type Shadow struct {
 	// LaunchPricePerHour is the hourly price of those NodeClaims (their
 	// cheapest options), by NodePool.
 	LaunchPricePerHour *prometheus.GaugeVec
-	// Pods the latest plan would place, by NodePool ("" for existing nodes
-	// of no NodePool) and target (new NodeClaims or existing nodes).
+	// Pods the latest plan would place, by target: on new NodeClaims (by
+	// their NodePool) or on existing nodes (NodePool "").
 	Pods *prometheus.GaugeVec
 	// UnschedulablePods the latest plan could place nowhere.
 	UnschedulablePods prometheus.Gauge
@@ -53,7 +53,7 @@ func newShadow() *Shadow {
 		LaunchPricePerHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: subsystem, Name: "launch_price_per_hour",
 			Help: "Hourly price (USD) of the NodeClaims the latest shadow provisioning plan would launch, by NodePool."}, []string{LabelNodePool}),
 		Pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: subsystem, Name: "pods",
-			Help: "Pending pods the latest shadow provisioning plan would place, by NodePool and target (new or existing nodes)."}, []string{LabelNodePool, LabelTarget}),
+			Help: "Pending pods the latest shadow provisioning plan would place, by target: new NodeClaims (by NodePool) or existing nodes (nodepool \"\")."}, []string{LabelNodePool, LabelTarget}),
 		UnschedulablePods: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: subsystem, Name: "unschedulable_pods",
 			Help: "Pending pods the latest shadow provisioning plan could place nowhere."}),
 		DisruptedNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: subsystem, Name: "disrupted_nodes",
