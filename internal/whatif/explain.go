@@ -412,7 +412,7 @@ func (m *model) disruptionVerdict(node *corev1.Node, nc *v1.NodeClaim, opts Opti
 	switch {
 	case d.ConsolidateAfter.IsNever():
 		v.Reasons = append(v.Reasons, fmt.Sprintf("NodePool %s has consolidateAfter: Never", np.Name))
-	case d.ConsolidationPolicy.Canonical() != v1.ConsolidationPolicyWhenEmptyOrUnderutilized && !c.Empty():
+	case !d.ConsolidationPolicy.ConsolidatesUnderutilized() && !c.Empty():
 		v.Reasons = append(v.Reasons, fmt.Sprintf("NodePool %s consolidates only empty nodes (consolidationPolicy %s) and the node runs %d pod(s) that would move",
 			np.Name, d.ConsolidationPolicy, len(c.Pods)))
 	case !c.Consolidatable:

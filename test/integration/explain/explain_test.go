@@ -99,7 +99,11 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 	patient := whatiftest.NodePool("patient", "default", 0, "1h")
 	frozen := whatiftest.NodePool("frozen", "default", 0, "30s")
 	frozen.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0")}}
-	for _, np := range []*v1.NodePool{whatiftest.NodePool("default", "default", 0, "30s"), patient, frozen} {
+	emptyOnly := whatiftest.NodePool("emptyonly", "default", 0, "30s")
+	emptyOnly.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+	balanced := whatiftest.NodePool("balanced", "default", 0, "30s")
+	balanced.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+	for _, np := range []*v1.NodePool{whatiftest.NodePool("default", "default", 0, "30s"), patient, frozen, emptyOnly, balanced} {
 		testEnv.CreateWithStatus(t, np)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -120,10 +124,12 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 		}},
 		{"node-frozen", "frozen", "1", nil},
 		{"node-full", "default", "7", nil},
+		{"node-emptyonly", "emptyonly", "1", nil},
+		{"node-balanced", "balanced", "7", nil},
 	}
 	for _, m := range machines {
 		it := m5
-		if m.name == "node-full" {
+		if m.name == "node-full" || m.name == "node-balanced" {
 			it = c6a
 		}
 		n, nc := whatiftest.Machine(m.name, m.pool, it, "us-east-1a", v1.CapacityTypeOnDemand)
@@ -144,11 +150,15 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 	testEnv.CreateWithStatus(t, pdb)
 
 	cases := map[string]string{
-		"node-dnd":    "Node has karpenter.sh/do-not-disrupt annotation",
-		"node-pdb":    "PDB " + ns + "/pdb prevents pod evictions (pod " + ns + "/pdb-0)",
-		"node-young":  "consolidateAfter (1h) has not passed since the node's last pod event: consolidatable at " + now.Add(50*time.Minute).Format(time.RFC3339) + ", in 50m0s",
-		"node-frozen": "No allowed disruptions for disruption reason Underutilized due to blocking budget",
-		"node-full":   "Can't replace with a cheaper node",
+		"node-dnd":       "Node has karpenter.sh/do-not-disrupt annotation",
+		"node-pdb":       "PDB " + ns + "/pdb prevents pod evictions (pod " + ns + "/pdb-0)",
+		"node-young":     "consolidateAfter (1h) has not passed since the node's last pod event: consolidatable at " + now.Add(50*time.Minute).Format(time.RFC3339) + ", in 50m0s",
+		"node-frozen":    "No allowed disruptions for disruption reason Underutilized due to blocking budget",
+		"node-full":      "Can't replace with a cheaper node",
+		"node-emptyonly": "NodePool emptyonly consolidates only empty nodes (consolidationPolicy WhenEmpty) and the node runs 1 pod(s) that would move",
+		// Balanced consolidates non-empty nodes too: the reason is the
+		// placement, not the policy.
+		"node-balanced": "Can't replace with a cheaper node",
 	}
 	for node, want := range cases {
 		t.Run(node, func(t *testing.T) {
@@ -158,6 +168,9 @@ func TestExplainNodeNotConsolidated(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(e.Disruption.Reasons, "\n"), want) {
 				t.Errorf("reasons:\n%s\nwant one containing %q", strings.Join(e.Disruption.Reasons, "\n"), want)
+			}
+			if node != "node-emptyonly" && strings.Contains(strings.Join(e.Disruption.Reasons, "\n"), "consolidates only empty nodes") {
+				t.Errorf("reasons:\n%s\nsay the pool consolidates only empty nodes", strings.Join(e.Disruption.Reasons, "\n"))
 			}
 			if e.InstanceType == nil || e.InstanceType.InstanceType == "" || e.InstanceType.Price == 0 {
 				t.Errorf("instance type choice %+v, want the node's type and price", e.InstanceType)
