@@ -7,6 +7,8 @@
 package shadow
 
 import (
+	"fmt"
+
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
@@ -32,7 +34,29 @@ const (
 	ReasonDisrupt = "ShadowDisrupt"
 )
 
-// IsShadow reports a NodePool annotated shadow-only.
+// IsShadow reports a NodePool annotated shadow-only. It fails safe: any
+// value but "false" makes the NodePool shadow-only, so that a mistyped
+// value ("yes", "True ") never lets Dovetail act on a NodePool its owner
+// meant to rehearse; InvalidAnnotation tells them.
 func IsShadow(np *v1.NodePool) bool {
-	return np != nil && np.Annotations[AnnotationKey] == "true"
+	if np == nil {
+		return false
+	}
+	value, ok := np.Annotations[AnnotationKey]
+	return ok && value != "false"
 }
+
+// InvalidAnnotation reports a NodePool whose shadow annotation is neither
+// "true" nor "false" (it is treated as "true"), with a message saying so.
+func InvalidAnnotation(np *v1.NodePool) (string, bool) {
+	value, ok := np.Annotations[AnnotationKey]
+	if !ok || value == "true" || value == "false" {
+		return "", false
+	}
+	return fmt.Sprintf("NodePool annotation %s=%q is not \"true\" or \"false\"; the NodePool is treated as shadow-only (nothing is launched from it or disrupted in it) until it is fixed",
+		AnnotationKey, value), true
+}
+
+// ReasonInvalidAnnotation is on a NodePool whose shadow annotation has a
+// value other than "true" or "false".
+const ReasonInvalidAnnotation = "InvalidShadowAnnotation"

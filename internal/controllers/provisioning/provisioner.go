@@ -248,6 +248,9 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 	}
 	var ready []*v1.NodePool
 	for i := range list.Items {
+		if msg, invalid := shadow.InvalidAnnotation(&list.Items[i]); invalid {
+			p.recorder.Publish(invalidShadowAnnotationEvent(&list.Items[i], msg))
+		}
 		if nodepoolutil.IsReady(&list.Items[i]) {
 			ready = append(ready, &list.Items[i])
 		}

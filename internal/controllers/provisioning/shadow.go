@@ -164,3 +164,15 @@ func shadowFailedSchedulingEvent(pod *corev1.Pod, reason string) events.Event {
 		DedupeValues:   []string{string(pod.UID), reason},
 	}
 }
+
+// invalidShadowAnnotationEvent tells a NodePool that its shadow annotation
+// is neither "true" nor "false", and that it is treated as shadow-only.
+func invalidShadowAnnotationEvent(np *v1.NodePool, message string) events.Event {
+	return events.Event{
+		InvolvedObject: np,
+		Type:           corev1.EventTypeWarning,
+		Reason:         shadow.ReasonInvalidAnnotation,
+		Message:        message,
+		DedupeValues:   []string{np.Name, np.Annotations[shadow.AnnotationKey]},
+	}
+}

@@ -87,15 +87,19 @@ func (h *liveHarness) settle(t *testing.T, pods map[string]int) {
 	})
 }
 
-// TestShadowNodePoolProvisioning: a pending pod fits both NodePools and
-// the shadow one weighs more. The live controller launches a NodeClaim of
-// the live pool for it and publishes, without launching, the NodeClaim
-// the shadow pool would have launched.
+// TestShadowNodePoolProvisioning: a pending pod fits every NodePool and
+// the shadow ones weigh more (the heaviest is annotated with a mistyped
+// value, which fails safe: shadow-only, with a warning). The live
+// controller launches a NodeClaim of the live pool for it and publishes,
+// without launching, the NodeClaim the heaviest shadow pool would have
+// launched.
 func TestShadowNodePoolProvisioning(t *testing.T) {
 	removeClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	live := pool(t, "live", 0, nil)
 	rehearsal := pool(t, "rehearsal", 10, map[string]string{shadow.AnnotationKey: "true"})
+	// A mistyped value fails safe: shadow-only, with a warning.
+	mistyped := pool(t, "mistyped", 20, map[string]string{shadow.AnnotationKey: "yes"})
 	pod := pendingPod(t, ns, "web", "1", nil)
 	h := newLiveHarness(t)
 	h.settle(t, nil)
@@ -115,19 +119,23 @@ func TestShadowNodePoolProvisioning(t *testing.T) {
 		t.Fatalf("NodeClaims created: %v, want one of NodePool %s", got, live.Name)
 	}
 	h.recorder.Expect(t, "Nominated", pod.Name, "nodeclaim/"+claims.Items[0].Name)
-	h.recorder.Expect(t, shadow.ReasonLaunch, rehearsal.Name, "Would launch a NodeClaim: small on-demand")
-	h.recorder.Expect(t, shadow.ReasonNominated, pod.Name, "a new NodeClaim of NodePool rehearsal")
+	h.recorder.Expect(t, shadow.ReasonInvalidAnnotation, mistyped.Name, `dovetail.dev/shadow="yes" is not "true" or "false"`)
+	h.recorder.Expect(t, shadow.ReasonLaunch, mistyped.Name, "Would launch a NodeClaim: small on-demand")
+	h.recorder.Expect(t, shadow.ReasonNominated, pod.Name, "a new NodeClaim of NodePool mistyped")
 	if got := h.recorder.Messages(shadow.ReasonLaunch, live.Name); len(got) > 0 {
 		t.Errorf("live NodePool got ShadowLaunch events: %q", got)
 	}
-	if n, _ := gauge(t, h.registry, "dovetail_shadow_nodeclaims", map[string]string{"nodepool": rehearsal.Name, "instance_type": "small"}); n != 1 {
-		t.Errorf("dovetail_shadow_nodeclaims{nodepool=rehearsal} = %v, want 1", n)
+	if n, _ := gauge(t, h.registry, "dovetail_shadow_nodeclaims", map[string]string{"nodepool": mistyped.Name, "instance_type": "small"}); n != 1 {
+		t.Errorf("dovetail_shadow_nodeclaims{nodepool=mistyped} = %v, want 1", n)
+	}
+	if n, ok := gauge(t, h.registry, "dovetail_shadow_nodeclaims", map[string]string{"nodepool": rehearsal.Name}); ok {
+		t.Errorf("dovetail_shadow_nodeclaims{nodepool=rehearsal} = %v, want no series (the heavier shadow pool takes the pod)", n)
 	}
 	if n, ok := gauge(t, h.registry, "dovetail_shadow_nodeclaims", map[string]string{"nodepool": live.Name}); ok {
 		t.Errorf("dovetail_shadow_nodeclaims{nodepool=live} = %v, want no series", n)
 	}
-	if p, _ := gauge(t, h.registry, "dovetail_shadow_launch_price_per_hour", map[string]string{"nodepool": rehearsal.Name}); !near(p, 0.1) {
-		t.Errorf("dovetail_shadow_launch_price_per_hour{nodepool=rehearsal} = %v, want 0.1", p)
+	if p, _ := gauge(t, h.registry, "dovetail_shadow_launch_price_per_hour", map[string]string{"nodepool": mistyped.Name}); !near(p, 0.1) {
+		t.Errorf("dovetail_shadow_launch_price_per_hour{nodepool=mistyped} = %v, want 0.1", p)
 	}
 }
 
