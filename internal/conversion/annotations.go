@@ -20,8 +20,9 @@ const (
 	// V1FieldsAnnotationKey holds, on a v1beta1 NodePool or NodeClaim, a JSON
 	// object with the v1 values that v1beta1 cannot express (budget reasons,
 	// consolidateAfter with WhenEmptyOrUnderutilized, the Balanced policy and
-	// its consolidationThreshold, terminationGracePeriod, a NodeClaim's
-	// expireAfter, status.nodes, status.lastPodEventTime).
+	// its consolidationThreshold, a static pool's replicas,
+	// terminationGracePeriod, a NodeClaim's expireAfter, status.nodes,
+	// status.lastPodEventTime).
 	V1FieldsAnnotationKey = "compatibility.karpenter.sh/v1-fields"
 	// EC2NodeClassV1FieldsAnnotationKey holds, on a v1beta1 EC2NodeClass, a JSON
 	// object with the v1 values that v1beta1 cannot express (kubelet,
@@ -55,6 +56,12 @@ type nodePoolV1Fields struct {
 	Nodes *int64 `json:"nodes,omitempty"`
 	// NodeClassGroup is a nodeClassRef group written with a version.
 	NodeClassGroup string `json:"nodeClassGroup,omitempty"`
+	// Replicas is spec.replicas of a static NodePool (Karpenter v1.8), which
+	// v1beta1 has no field for. It always comes back: a pool cannot switch
+	// between static and dynamic, so a v1beta1 write that dropped the
+	// annotation is rejected by the v1 CRD rather than turning the pool
+	// dynamic.
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // nodeClaimV1Fields is the value of V1FieldsAnnotationKey on a v1beta1 NodeClaim.

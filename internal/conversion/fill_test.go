@@ -271,6 +271,18 @@ func fillV1NodePoolSpec(s *v1.NodePoolSpec, c randfill.Continue) {
 	}
 	s.Template.Spec.NodeClassRef = &v1.NodeClassReference{}
 	fillV1NodeClassRef(s.Template.Spec.NodeClassRef, c)
+	// A static pool (replicas set) has no weight and limits only nodes, as
+	// admission requires; replicas 0 is kept apart from unset.
+	s.Replicas = nil
+	if chance(c, 3) {
+		s.Replicas = ptr.To(int64(c.Intn(20)))
+		s.Weight = nil
+		for name := range s.Limits {
+			if name != "nodes" {
+				delete(s.Limits, name)
+			}
+		}
+	}
 }
 
 func fillV1Disruption(d *v1.Disruption, c randfill.Continue) {

@@ -57,6 +57,7 @@ func (c *Converter) NodePoolToV1(in *v1beta1.NodePool) (*v1.NodePool, error) {
 
 	out.Status.Resources = in.Status.Resources
 	out.Status.Conditions = in.Status.Conditions
+	out.Spec.Replicas = kept.Replicas
 	out.Status.Nodes = kept.Nodes
 	out.Annotations = nilIfEmpty(annotations)
 	return out, nil
@@ -67,7 +68,8 @@ func (c *Converter) NodePoolToV1(in *v1beta1.NodePool) (*v1.NodePool, error) {
 // annotations, and every v1 value v1beta1 cannot express (budget reasons,
 // terminationGracePeriod, a consolidateAfter that WhenUnderutilized cannot
 // carry, the WhenUnderutilized spelling, the Balanced policy and its
-// consolidationThreshold, status.nodes) goes into the v1-fields annotation.
+// consolidationThreshold, a static pool's replicas, status.nodes) goes into
+// the v1-fields annotation.
 func (c *Converter) NodePoolToV1beta1(in *v1.NodePool) (*v1beta1.NodePool, error) {
 	in = in.DeepCopy()
 	out := &v1beta1.NodePool{TypeMeta: typeMeta(v1beta1.SchemeGroupVersion, "NodePool"), ObjectMeta: in.ObjectMeta}
@@ -94,7 +96,8 @@ func (c *Converter) NodePoolToV1beta1(in *v1.NodePool) (*v1beta1.NodePool, error
 	out.Status.Resources = in.Status.Resources
 	out.Status.Conditions = in.Status.Conditions
 
-	kept := nodePoolV1Fields{TerminationGracePeriod: from.TerminationGracePeriod, Nodes: in.Status.Nodes, NodeClassGroup: versionedGroup(from.NodeClassRef)}
+	kept := nodePoolV1Fields{TerminationGracePeriod: from.TerminationGracePeriod, Nodes: in.Status.Nodes, NodeClassGroup: versionedGroup(from.NodeClassRef),
+		Replicas: in.Spec.Replicas}
 	if !equal(disruptionToV1(out.Spec.Disruption), in.Spec.Disruption) {
 		kept.Disruption = &in.Spec.Disruption
 	}

@@ -8,6 +8,12 @@ import (
 
 // NodePoolSpec is what a platform team declares about a pool of nodes: what
 // they may look like, how they may be disrupted, and how much they may cost.
+// A pool with replicas is static (Karpenter v1.8): it keeps that many nodes
+// whatever the pods, takes no weight and no limit but nodes, and can never
+// become dynamic, nor a dynamic pool static.
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas cannot be set or unset after creation: a NodePool cannot switch between static (replicas set) and dynamic (replicas unset)",fieldPath=".replicas",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",message="only limits.nodes may be set on a static NodePool (replicas set)",fieldPath=".limits",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="weight may not be set on a static NodePool (replicas set)",fieldPath=".weight",reason=FieldValueForbidden
 type NodePoolSpec struct {
 	// template describes the NodeClaims this pool creates.
 	// +required
@@ -17,15 +23,31 @@ type NodePoolSpec struct {
 	// +optional
 	Disruption Disruption `json:"disruption"`
 	// limits cap the total resources (cpu, memory, nodes, ...) of the pool's
-	// nodes; no node is launched that would cross them.
+	// nodes; no node is launched that would cross them. A static pool
+	// (replicas set) may only limit nodes.
 	// +optional
 	Limits Limits `json:"limits,omitempty"`
-	// weight orders NodePools: a higher weight is tried first.
+	// weight orders NodePools: a higher weight is tried first. Not allowed
+	// with replicas.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// replicas makes the pool static (Karpenter v1.8): Dovetail keeps exactly
+	// this many NodeClaims of the pool whatever the pods, never launches
+	// from it for pending pods and never consolidates its nodes (drift and
+	// expiration still replace them). Scaling down removes the least-used
+	// nodes through the normal drain, within the pool's disruption budgets;
+	// limits.nodes caps the count. Only limits.nodes may be set with it, not
+	// weight, and it cannot be added to or removed from an existing pool.
+	// The scale subresource (kubectl scale nodepool) writes it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
+
+// IsStatic reports whether the pool is static: spec.replicas is set.
+func (in *NodePool) IsStatic() bool { return in != nil && in.Spec.Replicas != nil }
 
 // Limits are resource quantities a NodePool's nodes may not exceed in total.
 type Limits corev1.ResourceList
@@ -205,6 +227,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes"
