@@ -25,12 +25,14 @@ const (
 
 // ConsolidatableAt is when consolidateAfter will have passed since the
 // claim's last pod event (or its initialization), and ok=false when its
-// NodePool never consolidates or the claim is not initialized. The
-// conditions controller and Decide both use it, so that the Consolidatable
-// condition and decisions agree.
+// NodePool never consolidates (consolidateAfter Never, or a static pool,
+// whose consolidation settings are ignored as in Karpenter) or the claim is
+// not initialized. The conditions controller and Decide both use it, so
+// that the Consolidatable condition and decisions agree: a static pool's
+// nodes are never emptiness or consolidation candidates.
 func ConsolidatableAt(nc *v1.NodeClaim, np *v1.NodePool) (at time.Time, ok bool) {
 	after := np.Spec.Disruption.ConsolidateAfter
-	if after.IsNever() {
+	if after.IsNever() || np.IsStatic() {
 		return time.Time{}, false
 	}
 	init := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)

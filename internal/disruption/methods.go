@@ -39,7 +39,7 @@ func emptyCandidate(c *Candidate) bool { return c.Empty() && c.Consolidatable }
 func (p *pass) driftCandidates() []*Candidate {
 	var out []*Candidate
 	for _, c := range p.candidates {
-		if c.Drifted {
+		if c.Drifted && !c.NodePool.IsStatic() {
 			out = append(out, c)
 		}
 	}
@@ -60,13 +60,17 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// drift replaces drifted nodes. Empty ones are deleted together, within
+// drift replaces drifted nodes, those of static pools first (staticDrift).
+// Empty ones are deleted together, within
 // the Drifted budgets. Otherwise the first drifted node whose pods can be
 // placed (on nodes that have not drifted, or on new NodeClaims) gets a
 // command: its replacements launch and initialize before it is drained.
 // Other drifted nodes are avoided as destinations, so that no pod moves
 // twice during a roll.
 func (p *pass) drift() *Command {
+	if cmd := p.staticDrift(); cmd != nil {
+		return cmd
+	}
 	cands := p.driftCandidates()
 	var empty []*Candidate
 	for _, c := range cands {

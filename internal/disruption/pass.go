@@ -27,8 +27,9 @@ func budgetedReasons() []v1.DisruptionReason {
 type poolInfo struct {
 	np    *v1.NodePool
 	types map[string]*cloudprovider.InstanceType
-	// launchable pools may launch replacements: Ready, not being deleted,
-	// with instance types.
+	// launchable pools may launch replacements for moved pods: Ready, not
+	// being deleted, with instance types, and not static (a static pool
+	// launches only to keep its replica count; see staticDrift).
 	launchable bool
 	sim        simulator.NodePool
 }
@@ -103,7 +104,7 @@ func newPass(in Input, opts Options) *pass {
 		for _, it := range np.InstanceTypes {
 			pi.types[it.Name] = it
 		}
-		pi.launchable = nodepoolutil.IsReady(np.NodePool) && len(np.InstanceTypes) > 0
+		pi.launchable = nodepoolutil.IsReady(np.NodePool) && len(np.InstanceTypes) > 0 && !np.NodePool.IsStatic()
 		p.pools[np.NodePool.Name] = pi
 	}
 	p.countNodes()
