@@ -23,6 +23,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/hash"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/readiness"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/static"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/status"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/pod/handoff"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
@@ -103,6 +104,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		readiness.NewController(d.Clock, d.KubeClient, d.CloudProvider),
 		hash.NewController(d.KubeClient),
 		status.NewController(d.KubeClient, d.Metrics),
+		static.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics),
 		disruptionQueue,
 		expiration.NewController(d.Clock, d.KubeClient, d.Recorder, d.Metrics),
 		disruptionstatus.NewController(d.Clock, d.KubeClient, d.CloudProvider),
@@ -139,6 +141,7 @@ func ReadOnly() map[string]string {
 		"nodepool.readiness":          "off: writes NodePool status conditions",
 		"nodepool.hash":               "off: writes the NodePool hash annotation",
 		"nodepool.status":             "off: writes NodePool status resources",
+		"nodepool.static":             "off: creates and deletes the NodeClaims of static NodePools",
 		"nodeclaim.expiration":        "off: deletes expired NodeClaims",
 		"nodeclaim.disruption":        "off: writes the Drifted and Consolidatable conditions",
 		"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",

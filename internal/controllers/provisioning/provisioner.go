@@ -251,7 +251,8 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 		if msg, invalid := shadow.InvalidAnnotation(&list.Items[i]); invalid {
 			p.recorder.Publish(invalidShadowAnnotationEvent(&list.Items[i], msg))
 		}
-		if nodepoolutil.IsReady(&list.Items[i]) {
+		// A static pool (spec.replicas) launches only through nodepool.static.
+		if nodepoolutil.IsReady(&list.Items[i]) && !list.Items[i].IsStatic() {
 			ready = append(ready, &list.Items[i])
 		}
 	}
