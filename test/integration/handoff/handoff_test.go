@@ -76,10 +76,39 @@ func readyNode(name, providerID string, taints ...corev1.Taint) *corev1.Node {
 	}
 }
 
+// createNode creates node with its status and the taints it was given: the
+// API server's TaintNodesByCondition admission adds the not-ready taint to
+// every new Node, which the node lifecycle controller (not running here)
+// removes once the node is Ready.
+func createNode(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	taints := node.Spec.Taints
+	testEnv.CreateWithStatus(t, node)
+	deleteOnCleanup(t, node)
+	stored := node.DeepCopy()
+	node.Spec.Taints = taints
+	if err := testEnv.Client.Patch(context.Background(), node, client.MergeFrom(stored)); err != nil {
+		t.Fatalf("setting the taints of node %s: %v", node.Name, err)
+	}
+}
+
 func deleteOnCleanup(t *testing.T, obj client.Object) {
 	t.Cleanup(func() {
 		_ = testEnv.Client.Delete(context.Background(), obj)
 	})
+}
+
+// clearNomination clears the pod's nomination, as the kube-scheduler does
+// when it fails to place the pod, once the controller's cache has seen it.
+func clearNomination(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	got := pod.DeepCopy()
+	env.Get(context.Background(), t, testEnv.Client, got)
+	stored := got.DeepCopy()
+	got.Status.NominatedNodeName = ""
+	if err := testEnv.Client.Status().Patch(context.Background(), got, client.MergeFrom(stored)); err != nil {
+		t.Fatalf("clearing the nomination of %s: %v", pod.Name, err)
+	}
 }
 
 // nominatedTo waits until the pod is nominated to node ("" for none).
@@ -103,8 +132,7 @@ func nominatedTo(t *testing.T, pod *corev1.Pod, node string) {
 func TestHandOffKeepsPodsNominated(t *testing.T) {
 	ns := testEnv.Namespace(t)
 	existing := readyNode("handoff-existing", "kwok://handoff-existing")
-	testEnv.CreateWithStatus(t, existing)
-	deleteOnCleanup(t, existing)
+	createNode(t, existing)
 
 	planned := pendingPod(t, ns, "planned", "")
 	stale := pendingPod(t, ns, "stale", "node-that-went")
@@ -134,21 +162,27 @@ func TestHandOffKeepsPodsNominated(t *testing.T) {
 	deleteOnCleanup(t, claim)
 	// Nothing is nominated before the claim has a Node.
 	registered := readyNode("ip-10-0-0-1", "kwok://handoff-i-1", v1.UnregisteredNoExecuteTaint())
-	testEnv.CreateWithStatus(t, registered)
-	deleteOnCleanup(t, registered)
+	createNode(t, registered)
 
 	nominatedTo(t, planned, registered.Name)
 	nominatedTo(t, stale, registered.Name)
 
-	// The kube-scheduler fails to place the pod and clears its nomination.
-	cleared := planned.DeepCopy()
-	env.Get(context.Background(), t, testEnv.Client, cleared)
-	stored := cleared.DeepCopy()
-	cleared.Status.NominatedNodeName = ""
-	if err := testEnv.Client.Status().Patch(context.Background(), cleared, client.MergeFrom(stored)); err != nil {
-		t.Fatalf("clearing the nomination: %v", err)
+	// The kube-scheduler fails to place the pod (the node still carries the
+	// unregistered taint) and clears its nomination: it is nominated again
+	// only once the node can take it, and no more than MaxRenominations
+	// times.
+	clearNomination(t, planned)
+	nominatedTo(t, stale, registered.Name)
+	stored := registered.DeepCopy()
+	registered.Spec.Taints = nil
+	if err := testEnv.Client.Patch(context.Background(), registered, client.MergeFrom(stored)); err != nil {
+		t.Fatalf("removing the unregistered taint: %v", err)
 	}
 	nominatedTo(t, planned, registered.Name)
+	for range handoff.MaxRenominations - 1 {
+		clearNomination(t, planned)
+		nominatedTo(t, planned, registered.Name)
+	}
 
 	// A later pass plans the pod onto the existing node: the nomination,
 	// ours, follows the plan.
@@ -171,8 +205,7 @@ func TestHandOffKeepsPodsNominated(t *testing.T) {
 func TestHandOffEndsWithThePlan(t *testing.T) {
 	ns := testEnv.Namespace(t)
 	node := readyNode("handoff-ends", "kwok://handoff-ends")
-	testEnv.CreateWithStatus(t, node)
-	deleteOnCleanup(t, node)
+	createNode(t, node)
 	replanned := pendingPod(t, ns, "replanned", "")
 	removed := pendingPod(t, ns, "removed", "")
 	key := client.ObjectKeyFromObject
@@ -212,8 +245,7 @@ func TestHandOffEndsWithThePlan(t *testing.T) {
 		return ok, nil
 	})
 	other := readyNode("handoff-ends-2", "kwok://handoff-ends-2")
-	testEnv.CreateWithStatus(t, other)
-	deleteOnCleanup(t, other)
+	createNode(t, other)
 	nominatedTo(t, witness, other.Name)
 	for _, pod := range []*corev1.Pod{replanned, removed} {
 		got := pod.DeepCopy()
@@ -233,8 +265,7 @@ func TestHandOffEndsWithThePlan(t *testing.T) {
 func TestHandOffDoesNotOverfillANode(t *testing.T) {
 	ns := testEnv.Namespace(t)
 	node := readyNode("handoff-full", "kwok://handoff-full") // 2 cpu
-	testEnv.CreateWithStatus(t, node)
-	deleteOnCleanup(t, node)
+	createNode(t, node)
 	stranger := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"},
 		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "app", Image: env.PauseImage,
@@ -256,34 +287,39 @@ func TestHandOffDoesNotOverfillANode(t *testing.T) {
 		_, okB := cluster.HandOffTarget(key(b))
 		return okA && okB && cluster.HasNode(node.Name), nil
 	})
-	var first, second *corev1.Pod
-	env.Eventually(t, 30*time.Second, "one planned pod nominated", func(ctx context.Context) (bool, error) {
-		for _, pair := range [][2]*corev1.Pod{{a, b}, {b, a}} {
-			got := pair[0].DeepCopy()
+	nominated := func(ctx context.Context) (int, error) {
+		n := 0
+		for _, pod := range []*corev1.Pod{a, b} {
+			got := pod.DeepCopy()
 			if err := testEnv.Client.Get(ctx, key(got), got); err != nil {
-				return false, err
+				return 0, err
 			}
 			if got.Status.NominatedNodeName == node.Name {
-				first, second = got, pair[1]
-				return true, nil
+				n++
 			}
 		}
-		return false, nil
-	})
-	// The second pod's hand-off was processed with the first's (both were
-	// enqueued together); wake it again, as a cleared nomination would.
-	cluster.HandOff([]types.NamespacedName{key(second)})
-	// The scheduler clears the first pod's nomination; a third pod, planned
-	// onto another node, shows the controller has moved on.
-	stored := first.DeepCopy()
-	first.Status.NominatedNodeName = ""
-	if err := testEnv.Client.Status().Patch(context.Background(), first, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
+		return n, nil
 	}
-	nominatedTo(t, first, node.Name)
-	got := second.DeepCopy()
-	env.Get(context.Background(), t, testEnv.Client, got)
-	if got.Status.NominatedNodeName != "" {
-		t.Errorf("pod %s nominated to %q: 1 cpu bound and 600m nominated leave no room for its 600m on 2 cpu", got.Name, got.Status.NominatedNodeName)
+	onlyOne := func(what string) {
+		env.Eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+			n, err := nominated(ctx)
+			if n > 1 {
+				t.Fatalf("both planned pods nominated: 1 cpu bound and 2 x 600m overfill 2 cpu")
+			}
+			return n == 1, err
+		})
+	}
+	onlyOne("one planned pod nominated")
+	// The scheduler clears the nominations, each pod wakes: again only one
+	// gets the room (either), however often this happens.
+	for range handoff.MaxRenominations {
+		clearNomination(t, a)
+		clearNomination(t, b)
+		cluster.HandOff(pods) // both wake, as on the scheduler's next attempt
+		onlyOne("one planned pod nominated again")
+	}
+	n, err := nominated(context.Background())
+	if err != nil || n != 1 {
+		t.Errorf("%d planned pods nominated (%v), want 1", n, err)
 	}
 }

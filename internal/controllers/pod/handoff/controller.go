@@ -9,9 +9,15 @@
 //
 // The kube-scheduler clears a pod's nomination each time it fails to place
 // the pod (as it will, for every node event, until the planned node is
-// schedulable), so nominating once is not enough: this controller sets the
-// nomination again whenever it is cleared. A status-only change does not
-// wake the pod in the scheduler's queue, so the two writers do not loop.
+// schedulable), so nominating once is not enough: this controller
+// nominates a pod when its planned Node appears, and again when the
+// scheduler has cleared the nomination and the node has become schedulable
+// for the pod. A nomination write wakes the pod in the scheduler's queue,
+// and a failed attempt clears it again, so re-nominating onto a node the
+// pod cannot use yet would make the two writers loop: hence the
+// schedulability check, and at most MaxRenominations per pod and node (a
+// pod whose spread or affinity terms keep it off its node for now fails
+// there each time).
 //
 // A nomination is only (re)written while the pod still fits on its node
 // next to the pods bound there and the others nominated there: the
@@ -34,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,12 +88,25 @@ type Controller struct {
 	// one another writer set (a preemption, the scheduler starting a
 	// binding) to a node that exists is left alone.
 	ours map[types.NamespacedName]string
+	// written counts, per pod, the nominations this controller wrote to the
+	// node it last nominated the pod to.
+	written map[types.NamespacedName]written
 	// unseen holds the nominations this controller wrote that its cache has
 	// not delivered yet: they count in their node's room.
 	unseen map[types.NamespacedName]nomination
 	// nodeLocks serialise the room check and the write per node, so that
 	// two workers do not both take the last room on a node.
 	nodeLocks sync.Map // node name -> *sync.Mutex
+}
+
+// MaxRenominations bounds how often a pod is nominated again to the same
+// node after the kube-scheduler cleared the nomination.
+const MaxRenominations = 3
+
+// written is how many times a pod was nominated to a node.
+type written struct {
+	node  string
+	count int
 }
 
 // nomination is a nomination this controller wrote: the node, the
@@ -101,7 +121,8 @@ type nomination struct {
 // NewController returns the hand-off controller.
 func NewController(kubeClient client.Client, plans Plans) *Controller {
 	return &Controller{kubeClient: kubeClient, plans: plans, ours: map[types.NamespacedName]string{},
-		unseen: map[types.NamespacedName]nomination{}}
+		written: map[types.NamespacedName]written{},
+		unseen:  map[types.NamespacedName]nomination{}}
 }
 
 // Name identifies the controller.
@@ -236,6 +257,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if current == node.Name || (current != "" && current != c.lastNominated(req.NamespacedName) && c.plans.HasNode(current)) {
 		return reconcile.Result{}, nil
 	}
+	// A nomination again, after the scheduler cleared one, only onto a node
+	// the pod can use now, and not forever.
+	if w := c.writtenTo(req.NamespacedName); w.node == node.Name {
+		if w.count > MaxRenominations || !schedulableFor(ctx, pod, node) {
+			return reconcile.Result{}, nil
+		}
+	}
 	lock := c.nodeLock(node.Name)
 	lock.Lock()
 	defer lock.Unlock()
@@ -259,12 +287,31 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	c.mu.Lock()
 	c.ours[req.NamespacedName] = node.Name
+	if w := c.written[req.NamespacedName]; w.node == node.Name {
+		c.written[req.NamespacedName] = written{node: node.Name, count: w.count + 1}
+	} else {
+		c.written[req.NamespacedName] = written{node: node.Name, count: 1}
+	}
 	if rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64); err == nil {
 		c.unseen[req.NamespacedName] = nomination{node: node.Name, requests: requests, resourceVersion: rv}
 	}
 	c.mu.Unlock()
 	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "previous", current)
 	return reconcile.Result{}, nil
+}
+
+// schedulableFor reports whether the kube-scheduler could place the pod on
+// node now, as far as the node's state goes: Ready, not cordoned, and no
+// NoSchedule or NoExecute taint the pod does not tolerate (the unregistered
+// and startup taints among them).
+func schedulableFor(ctx context.Context, pod *corev1.Pod, node *corev1.Node) bool {
+	if node.Spec.Unschedulable || nodeReady(node) != corev1.ConditionTrue {
+		return false
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(log.FromContext(ctx), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, true)
+	return !untolerated
 }
 
 // podRequests is what a pod takes of a node's allocatable, pod slot
@@ -393,6 +440,12 @@ func (c *Controller) forgetUnseen(key types.NamespacedName, n nomination) {
 	}
 }
 
+func (c *Controller) writtenTo(key types.NamespacedName) written {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.written[key]
+}
+
 func (c *Controller) lastNominated(key types.NamespacedName) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -403,5 +456,6 @@ func (c *Controller) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.ours, key)
+	delete(c.written, key)
 	delete(c.unseen, key)
 }
