@@ -112,6 +112,21 @@ spec:
 			status: `{resources: {cpu: "4", nodes: "2"}, nodes: 2}`,
 			change: edits(setField("spec.weight", 20), setField("metadata.labels.team", "a")),
 		},
+		"static v1 NodePool, written through v1beta1": {
+			manifest: `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+spec:
+  replicas: 3
+  limits: {nodes: "5"}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+      expireAfter: 720h`,
+			status: `{resources: {nodes: "3"}, nodes: 3}`,
+			change: setField("metadata.labels.team", "static"),
+		},
 		"v1 NodePool in the v1 document's spelling, written through v1beta1": {
 			manifest: `
 apiVersion: karpenter.sh/v1
