@@ -161,8 +161,16 @@ func TestHandOffKeepsPodsNominated(t *testing.T) {
 	testEnv.CreateWithStatus(t, claim)
 	deleteOnCleanup(t, claim)
 	// Nothing is nominated before the claim has a Node.
+	// The Node is created before its status says how much it holds (as
+	// kwok and kubelets do): its pods are nominated once it does.
 	registered := readyNode("ip-10-0-0-1", "kwok://handoff-i-1", v1.UnregisteredNoExecuteTaint())
+	allocatable := registered.Status.Allocatable
+	registered.Status.Allocatable = nil
 	createNode(t, registered)
+	registered.Status.Allocatable = allocatable
+	if err := testEnv.Client.Status().Update(context.Background(), registered); err != nil {
+		t.Fatalf("writing the node's allocatable: %v", err)
+	}
 
 	nominatedTo(t, planned, registered.Name)
 	nominatedTo(t, stale, registered.Name)

@@ -214,10 +214,12 @@ func NominationMayBeLost(old, updated *corev1.Pod) bool {
 }
 
 // schedulabilityChanged reports whether a Node update may change whether
-// pods can be placed on it: its taints, its readiness or whether it is
-// cordoned.
+// pods can be placed on it: its taints, its readiness, whether it is
+// cordoned, or its allocatable (a Node is often created without it, and its
+// first status write brings the room that nominations are checked against).
 func schedulabilityChanged(old, updated *corev1.Node) bool {
 	return !equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
 		old.Spec.Unschedulable != updated.Spec.Unschedulable ||
 		nodeReady(old) != nodeReady(updated)
 }
