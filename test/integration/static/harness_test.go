@@ -56,6 +56,7 @@ type harness struct {
 
 	static      *static.Controller
 	loop        *disrupter.Controller
+	queue       *disrupter.Queue
 	provisioner *provisioning.Provisioner
 }
 
@@ -108,7 +109,7 @@ func newHarness(t *testing.T) *harness {
 	})
 	h.cached = mgr.GetClient()
 	h.static = static.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m)
-	h.loop, _ = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, disrupter.DefaultOptions())
+	h.loop, h.queue = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, disrupter.DefaultOptions())
 	h.provisioner = provisioning.NewProvisioner(h.clock, h.cached, h.cluster, h.cloud, h.events, m, provisioning.Options{})
 	return h
 }
@@ -396,6 +397,27 @@ func (h *harness) decide() time.Duration {
 		h.t.Fatalf("disruption pass: %v", err)
 	}
 	return wait
+}
+
+// step settles and takes every queued disruption command one step further.
+func (h *harness) step() {
+	h.t.Helper()
+	h.settle()
+	if err := h.queue.Reconcile(h.ctx); err != nil {
+		h.t.Fatalf("queue: %v", err)
+	}
+}
+
+// drift marks the claim drifted (as the conditions controller would).
+func (h *harness) drift(nc *v1.NodeClaim) {
+	h.t.Helper()
+	h.get(nc)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.NewTime(h.clock.Now()),
+	})
+	if err := h.direct.Status().Update(h.ctx, nc); err != nil {
+		h.t.Fatalf("marking %s drifted: %v", nc.Name, err)
+	}
 }
 
 func tainted(node *corev1.Node) bool {
