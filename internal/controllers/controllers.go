@@ -94,9 +94,10 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
 	}
 	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
+	nominator := handoff.NewController(d.KubeClient, d.Cluster)
 	return append(append(out, readOnly...),
-		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, opts.Lifecycle),
-		handoff.NewController(d.KubeClient, d.Cluster),
+		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, nominator, opts.Lifecycle),
+		nominator,
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
 		evictions,
 		termination.NewNodeController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, evictions),

@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -41,10 +42,31 @@ func newHarness(t *testing.T) *harness {
 	return newHarnessWithClient(t, nil)
 }
 
+// recordingNominator records, for each registration that hands its plan
+// over, the node and whether the API server still showed it tainted
+// unregistered at that moment.
+type recordingNominator struct {
+	calls []string
+}
+
+func (r *recordingNominator) NominatePlanned(ctx context.Context, node *corev1.Node, claim string) {
+	stored := &corev1.Node{}
+	tainted := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), stored) == nil &&
+		slices.ContainsFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
+	r.calls = append(r.calls, fmt.Sprintf("%s/%s tainted=%v", claim, node.Name, tainted))
+}
+
 // newHarnessWithClient builds the harness with, if wrap is not nil, the
 // controller's client wrapped by it (to inject faults or concurrent writes,
 // e.g. with controller-runtime's interceptor).
 func newHarnessWithClient(t *testing.T, wrap func(client.Client) client.Client) *harness {
+	t.Helper()
+	return newHarnessWithNominator(t, wrap, nil)
+}
+
+// newHarnessWithNominator builds the harness with registration handing
+// plans to nominator.
+func newHarnessWithNominator(t *testing.T, wrap func(client.Client) client.Client, nominator lifecycle.Nominator) *harness {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cp := fake.NewCloudProvider()
@@ -63,7 +85,7 @@ func newHarnessWithClient(t *testing.T, wrap func(client.Client) client.Client) 
 		controllerClient = wrap(cached)
 	}
 	return &harness{cache: cached, clock: clk, provider: cp, recorder: rec,
-		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, lifecycle.DefaultOptions())}
+		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, nominator, lifecycle.DefaultOptions())}
 }
 
 // seen waits until the controller's cache holds obj at least as new as stored.
@@ -315,5 +337,31 @@ func TestRegistrationTimeoutDeletesClaim(t *testing.T) {
 	h.clock.Step(2 * time.Minute)
 	if got, _ = h.reconcile(t, got); got.DeletionTimestamp == nil {
 		t.Fatal("claim kept after the 15-minute registration timeout")
+	}
+}
+
+// TestRegistrationHandsThePlanOverFirst: registration nominates the pods
+// planned onto a node while the node still carries the unregistered taint
+// (so they hold its room when the scheduler first sees it schedulable), and
+// only at the first registration.
+func TestRegistrationHandsThePlanOverFirst(t *testing.T) {
+	nominator := &recordingNominator{}
+	h := newHarnessWithNominator(t, nil, nominator)
+	nc := newClaim(t, "lifecycle-handover")
+	got, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, got, "lifecycle-handover-node")
+	h.seen(t, node)
+	if got, err = h.reconcile(t, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = h.reconcile(t, got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"lifecycle-handover/lifecycle-handover-node tainted=true"}
+	if !slices.Equal(nominator.calls, want) {
+		t.Errorf("nominations %v, want %v", nominator.calls, want)
 	}
 }

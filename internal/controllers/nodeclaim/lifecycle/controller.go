@@ -47,12 +47,22 @@ type Controller struct {
 	recorder      events.Recorder
 	metrics       *metrics.Metrics
 	opts          Options
+	nominator     Nominator
 	launches      *launchCache
 }
 
-// NewController returns a lifecycle controller.
-func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, opts Options) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, opts: opts,
+// Nominator hands the plan for a registering Node to the kube-scheduler
+// (the pod.handoff controller implements it).
+type Nominator interface {
+	// NominatePlanned nominates the pods planned onto the Node of that
+	// NodeClaim.
+	NominatePlanned(ctx context.Context, node *corev1.Node, claim string)
+}
+
+// NewController returns a lifecycle controller. nominator may be nil: then
+// registration nominates no pods.
+func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, nominator Nominator, opts Options) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, nominator: nominator, opts: opts,
 		launches: newLaunchCache(clk)}
 }
 

@@ -47,6 +47,10 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if firstRegistration && !hasTaint(node.Spec.Taints, v1.UnregisteredTaintKey) {
 		c.recorder.Publish(unregisteredTaintMissingEvent(node))
 	}
+	// Hand the plan over before the scheduler can place anything here.
+	if firstRegistration && c.nominator != nil {
+		c.nominator.NominatePlanned(ctx, node, nc.Name)
+	}
 	syncNode(node, nc, firstRegistration)
 	// The patch names only what registration changes and applies on top of
 	// the kubelet's (or kwok's) concurrent writes: see registrationPatch.

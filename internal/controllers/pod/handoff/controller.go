@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -98,6 +99,10 @@ type Controller struct {
 	// two workers do not both take the last room on a node.
 	nodeLocks sync.Map // node name -> *sync.Mutex
 }
+
+// conflictRetry is how soon a nomination that lost a write conflict is
+// tried again.
+const conflictRetry = 20 * time.Millisecond
 
 // MaxRenominations bounds how often a pod is nominated again to the same
 // node after the kube-scheduler cleared the nomination.
@@ -278,28 +283,77 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("Not nominating pod: its planned node no longer has room for it", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
 		return reconcile.Result{}, nil
 	}
-	stored := pod.DeepCopy()
-	pod.Status.NominatedNodeName = node.Name
-	if err := c.kubeClient.Status().Patch(ctx, pod, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// A newer pod (its update event brings it back) or none.
+	if err := c.write(ctx, pod, node.Name, requests); err != nil {
+		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("nominating pod to node %s: %w", node.Name, err)
+		if apierrors.IsConflict(err) {
+			// The cache is behind the pod (the scheduler writes its
+			// conditions often): try again once it has caught up, as a
+			// change of conditions alone does not bring the pod back.
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// NominatePlanned nominates the handed-off pods planned onto a Node that
+// is registering (under its name or its NodeClaim's), before the Node is
+// released to the scheduler: registration calls it just before removing
+// the unregistered taint, so that when the scheduler first sees the node
+// schedulable, the pods planned there hold its room and the pods planned
+// onto nodes not yet up cannot take it. Nothing is bound to the node yet,
+// so the plan fits by construction. Failures only cost the optimisation,
+// so they are logged, not returned; the Node's events retry.
+func (c *Controller) NominatePlanned(ctx context.Context, node *corev1.Node, claim string) {
+	nominated := 0
+	for _, key := range c.plans.HandedOffTo(node.Name, claim) {
+		pod := &corev1.Pod{}
+		if err := c.kubeClient.Get(ctx, key, pod); err != nil {
+			continue // gone, or not in the cache yet
+		}
+		current := pod.Status.NominatedNodeName
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) || current == node.Name ||
+			(current != "" && current != c.lastNominated(key) && c.plans.HasNode(current)) {
+			continue
+		}
+		if err := c.write(ctx, pod, node.Name, podRequests(pod)); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				log.FromContext(ctx).V(1).Info("Nominating pod at registration", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "error", err.Error())
+			}
+			continue
+		}
+		nominated++
+	}
+	if nominated > 0 {
+		log.FromContext(ctx).V(1).Info("Nominated pods to their planned node at registration", "Node", klog.KObj(node), "NodeClaim", claim, "pods", nominated)
+	}
+}
+
+// write nominates pod to node and records the nomination as this
+// controller's.
+func (c *Controller) write(ctx context.Context, pod *corev1.Pod, node string, requests corev1.ResourceList) error {
+	key := client.ObjectKeyFromObject(pod)
+	previous := pod.Status.NominatedNodeName
+	stored := pod.DeepCopy()
+	pod.Status.NominatedNodeName = node
+	if err := c.kubeClient.Status().Patch(ctx, pod, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("nominating pod %s to node %s: %w", key, node, err)
 	}
 	c.mu.Lock()
-	c.ours[req.NamespacedName] = node.Name
-	if w := c.written[req.NamespacedName]; w.node == node.Name {
-		c.written[req.NamespacedName] = written{node: node.Name, count: w.count + 1}
+	c.ours[key] = node
+	if w := c.written[key]; w.node == node {
+		c.written[key] = written{node: node, count: w.count + 1}
 	} else {
-		c.written[req.NamespacedName] = written{node: node.Name, count: 1}
+		c.written[key] = written{node: node, count: 1}
 	}
 	if rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64); err == nil {
-		c.unseen[req.NamespacedName] = nomination{node: node.Name, requests: requests, resourceVersion: rv}
+		c.unseen[key] = nomination{node: node, requests: requests, resourceVersion: rv}
 	}
 	c.mu.Unlock()
-	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "previous", current)
-	return reconcile.Result{}, nil
+	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", node, "previous", previous)
+	return nil
 }
 
 // schedulableFor reports whether the kube-scheduler could place the pod on
