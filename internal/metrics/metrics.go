@@ -119,7 +119,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		PodStartupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "pods", Name: "startup_duration_seconds",
 			Help: "Time from pod creation until the pod is running.", Buckets: durationBuckets}),
 		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "created_total",
-			Help: "NodeClaims created, by reason (provisioning, disruption) and NodePool."}, []string{LabelReason, LabelNodePool}),
+			Help: "NodeClaims created, by reason (provisioning, disruption, static) and NodePool."}, []string{LabelReason, LabelNodePool}),
 		NodeClaimsLaunched: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "launched_total",
 			Help: "NodeClaims whose instance was launched."}, []string{LabelNodePool}),
 		NodeClaimsRegistered: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "registered_total",

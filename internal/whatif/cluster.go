@@ -53,14 +53,17 @@ type model struct {
 	ready []simulator.NodePool
 	// notReady says why each pool that may not launch may not.
 	notReady map[string]string
-	types    []*cloudprovider.InstanceType
-	pending  []*corev1.Pod
+	// static holds, per static NodePool (spec.replicas), why it launches
+	// nothing for pending pods: only its replica count launches.
+	static  map[string]string
+	types   []*cloudprovider.InstanceType
+	pending []*corev1.Pod
 }
 
 // newModel feeds the objects to a cluster-state model, as the informers
 // do, and derives every NodePool's readiness.
 func newModel(o *Objects, now time.Time, types []*cloudprovider.InstanceType) *model {
-	m := &model{objs: o, now: now, cluster: state.NewCluster(fixedClock{now}), types: types, notReady: map[string]string{}}
+	m := &model{objs: o, now: now, cluster: state.NewCluster(fixedClock{now}), types: types, notReady: map[string]string{}, static: map[string]string{}}
 	for _, n := range o.Nodes {
 		m.cluster.UpdateNode(n)
 	}
@@ -78,7 +81,9 @@ func newModel(o *Objects, now time.Time, types []*cloudprovider.InstanceType) *m
 	for _, np := range o.NodePools {
 		setReadiness(np, o.NodeClasses, now)
 		m.pools = append(m.pools, simulator.NodePool{NodePool: np, InstanceTypes: types})
-		if nodepoolutil.IsReady(np) {
+		if nodepoolutil.IsReady(np) && np.IsStatic() {
+			m.static[np.Name] = fmt.Sprintf("NodePool is static (spec.replicas %d): it keeps its node count and launches no node for pending pods", *np.Spec.Replicas)
+		} else if nodepoolutil.IsReady(np) {
 			ready = append(ready, np)
 		} else if c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeReady); c != nil {
 			m.notReady[np.Name] = fmt.Sprintf("NodePool is not ready (%s): %s", c.Reason, c.Message)

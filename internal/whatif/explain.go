@@ -181,7 +181,7 @@ func (m *model) explainPod(namespace, name string, opts Options) (*Explanation, 
 	for _, p := range m.pools {
 		np := p.NodePool
 		v := PoolVerdict{NodePool: np.Name, Weight: weight(np)}
-		if why := m.notReady[np.Name]; why != "" {
+		if why := m.notReady[np.Name] + m.static[np.Name]; why != "" {
 			v.Reason = why
 			e.NodePools = append(e.NodePools, v)
 			continue

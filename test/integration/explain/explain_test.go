@@ -36,7 +36,11 @@ func TestExplainPendingPod(t *testing.T) {
 	tainted := whatiftest.NodePool("tainted", "ready", 3, "30s")
 	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	broken := whatiftest.NodePool("broken", "broken", 2, "30s")
-	for _, np := range []*v1.NodePool{wide, small, limited, tainted, broken} {
+	// A static pool keeps its replica count and launches nothing for
+	// pending pods, however heavy its weight.
+	static := whatiftest.NodePool("static", "ready", 0, "30s")
+	static.Spec.Replicas = new(int64(2))
+	for _, np := range []*v1.NodePool{wide, small, limited, tainted, broken, static} {
 		testEnv.CreateWithStatus(t, np)
 	}
 	big := whatiftest.Pod(ns, "big", "big", "", "100", "8Gi")
@@ -57,6 +61,7 @@ func TestExplainPendingPod(t *testing.T) {
 		"limited": "no instance type has room for",
 		"tainted": "untolerated taint dedicated=gpu:NoSchedule",
 		"broken":  `NodePool is not ready (NodeClassNotReady): KWOKNodeClass "broken" is not ready: AMI not found`,
+		"static":  "NodePool is static (spec.replicas 2): it keeps its node count and launches no node for pending pods",
 	}
 	if len(e.NodePools) != len(want) {
 		t.Fatalf("got %d NodePool verdicts, want %d: %+v", len(e.NodePools), len(want), e.NodePools)
