@@ -40,6 +40,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
 // Operator is a configured controller process, ready for controllers to be
@@ -115,7 +116,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 	}
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.QPS, restConfig.Burst = opts.KubeClientQPS, opts.KubeClientBurst
-	restConfig.UserAgent = "dovetail"
+	restConfig.UserAgent = state.FieldManager
 
 	scheme, err := NewScheme()
 	if err != nil {

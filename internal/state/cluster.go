@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -208,6 +209,7 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 		delete(c.waiting, key)
 	} else {
 		c.waiting[key] = true
+		c.recoverHandOff(key, pod)
 	}
 	if terminal {
 		return
@@ -226,6 +228,48 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	}
 	pods[key] = pod
 	c.podNode[key] = node
+}
+
+// recoverHandOff rebuilds, from what the API server holds, the hand-off of
+// a waiting pod whose nomination this controller wrote (its field manager
+// is FieldManager) when the model has no plan for it: after a restart, the
+// pods still waiting on the nodes planned for them keep those nodes
+// nominated and keep their nomination. Callers hold the lock.
+func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
+	node := pod.Status.NominatedNodeName
+	if node == "" {
+		return
+	}
+	if _, planned := c.waitingOn[key]; planned || !NominatedByDovetail(pod) {
+		return
+	}
+	c.waitingOn[key] = node
+	c.handOff[key] = true
+}
+
+// FieldManager is the field manager (the REST client's user agent) of
+// Dovetail's writes, by which the pods' nominations it wrote are known
+// after a restart.
+const FieldManager = "dovetail"
+
+// NominatedByDovetail reports whether the pod's status.nominatedNodeName
+// was last written by Dovetail, as its managed fields record.
+func NominatedByDovetail(pod *corev1.Pod) bool {
+	for _, entry := range pod.ManagedFields {
+		if entry.Manager != FieldManager || entry.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Status["f:nominatedNodeName"]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // DeletePod forgets a pod. Only informers call it.

@@ -468,3 +468,57 @@ func TestCreatedNodeClaims(t *testing.T) {
 		t.Errorf("after 2 minutes the model holds %v, want only the confirmed claim", got)
 	}
 }
+
+// TestHandOffRecoveredAfterRestart: a fresh model (a restarted controller)
+// rebuilds the hand-off of a waiting pod whose nomination Dovetail wrote, as
+// its managed fields record, and not of one another writer nominated.
+func TestHandOffRecoveredAfterRestart(t *testing.T) {
+	nominated := func(name, manager string) *corev1.Pod {
+		p := pod(name, "", corev1.PodPending)
+		p.Status.NominatedNodeName = "node-a"
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:nominatedNodeName":{}}}`),
+		}}
+		return p
+	}
+	cases := map[string]struct {
+		pod    *corev1.Pod
+		wantOn string
+	}{
+		"nominated by Dovetail":      {pod: nominated("ours", FieldManager), wantOn: "node-a"},
+		"nominated by the scheduler": {pod: nominated("preempting", "kube-scheduler")},
+		"no nomination":              {pod: pod("plain", "", corev1.PodPending)},
+		"bound since":                {pod: func() *corev1.Pod { p := nominated("bound", FieldManager); p.Spec.NodeName = "node-a"; return p }()},
+		"other fields by Dovetail": {pod: func() *corev1.Pod {
+			p := nominated("other", FieldManager)
+			p.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)
+			return p
+		}()},
+		"unreadable managed fields": {pod: func() *corev1.Pod {
+			p := nominated("garbled", FieldManager)
+			p.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(`{`)
+			return p
+		}()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+			c.UpdateNode(node("node-a", "kwok://a"))
+			c.UpdatePod(tc.pod)
+			got, ok := c.HandOffTarget(types.NamespacedName{Namespace: tc.pod.Namespace, Name: tc.pod.Name})
+			if (tc.wantOn != "") != ok || got != tc.wantOn {
+				t.Errorf("HandOffTarget = %q, %v; want %q", got, ok, tc.wantOn)
+			}
+		})
+	}
+	// A plan the model holds is not replaced by the recovered one.
+	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	p := nominated("replanned", FieldManager)
+	c.UpdatePod(pod("replanned", "", corev1.PodPending))
+	c.PlanPods("node-b", []types.NamespacedName{{Namespace: p.Namespace, Name: p.Name}})
+	c.UpdatePod(p)
+	if got, ok := c.HandOffTarget(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}); ok {
+		t.Errorf("a recovered hand-off to %q replaced the model's plan", got)
+	}
+}
