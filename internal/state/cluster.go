@@ -2,12 +2,10 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,27 +40,9 @@ type Cluster struct {
 	// limitRanges the LimitRanges: DaemonSets() sizes daemons from them.
 	daemonSetPods map[types.NamespacedName]*corev1.Pod
 	limitRanges   map[types.NamespacedName]*corev1.LimitRange
-	// marked holds the provider IDs (or names) that disruption chose to remove.
-	marked map[string]bool
-	// nominated holds, per name given to NominateNodeForPod, when its latest
-	// nomination expires. The name is a NodeClaim's (a machine being
-	// launched) or a Node's (an existing one); the two differ on providers
-	// that name nodes themselves (AWS: ip-…), so a machine's nomination is
-	// the later of its claim's and its node's, and each is forgotten when the
-	// object of that name goes, or when it expires.
-	nominated map[string]time.Time
-	// handOff holds the waiting pods whose plan is handed to the
-	// kube-scheduler (KEP-5278 status.nominatedNodeName): the pod goes to
-	// the machine waitingOn names once that machine has a Node.
-	handOff map[podKey]bool
-	// handOffListeners are told of each HandOff (see OnHandOff).
-	handOffListeners []func([]types.NamespacedName)
-	// waitingOn holds, per pod the latest provisioning pass planned onto a
-	// machine (by Node or NodeClaim name) and that has not bound since,
-	// that machine's name. Such a machine counts as nominated for as long
-	// as the pod waits, however long the kube-scheduler takes to bind it:
-	// removing it would send the pod back to provisioning for a new node.
-	waitingOn map[podKey]string
+	// intent is what the decisions intend (plans, hand-offs, nominations,
+	// removals), kept apart from the objects above: see intents.
+	intent intents
 	// waiting holds the pods the model has seen unbound, not terminal and
 	// not being deleted; only they make a machine count as nominated.
 	waiting map[podKey]bool
@@ -95,10 +75,7 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		daemonSets:    map[types.NamespacedName]*appsv1.DaemonSet{},
 		daemonSetPods: map[types.NamespacedName]*corev1.Pod{},
 		limitRanges:   map[types.NamespacedName]*corev1.LimitRange{},
-		marked:        map[string]bool{},
-		nominated:     map[string]time.Time{},
-		handOff:       map[podKey]bool{},
-		waitingOn:     map[podKey]string{},
+		intent:        newIntents(),
 		waiting:       map[podKey]bool{},
 		created:       map[string]time.Time{},
 	}
@@ -136,8 +113,7 @@ func (c *Cluster) UpdateNode(node *corev1.Node) {
 func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.nominated, name)
-	c.forgetWaitingOn(name)
+	c.intent.forgetMachine(name)
 	id, ok := c.nodeNames[name]
 	if !ok {
 		return
@@ -173,9 +149,8 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	// The provisioner records its plan and nomination as it creates the
 	// claim, possibly before the informer delivers it: forget them even if
 	// the model never held the claim.
-	delete(c.nominated, name)
+	c.intent.forgetMachine(name)
 	delete(c.created, name)
-	c.forgetWaitingOn(name)
 	c.removeClaim(name)
 }
 
@@ -190,7 +165,7 @@ func (c *Cluster) removeClaim(name string) {
 		e.nodeClaim = nil
 		if e.node == nil {
 			delete(c.entries, id)
-			delete(c.marked, id)
+			c.intent.unmark(id)
 		}
 	}
 }
@@ -205,7 +180,7 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	c.unbind(key)
 	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || terminal {
-		c.forgetPlan(key)
+		c.intent.forgetPod(key)
 		delete(c.waiting, key)
 	} else {
 		c.waiting[key] = true
@@ -230,54 +205,12 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 	c.podNode[key] = node
 }
 
-// recoverHandOff rebuilds, from what the API server holds, the hand-off of
-// a waiting pod whose nomination this controller wrote (its field manager
-// is FieldManager) when the model has no plan for it: after a restart, the
-// pods still waiting on the nodes planned for them keep those nodes
-// nominated and keep their nomination. Callers hold the lock.
-func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
-	node := pod.Status.NominatedNodeName
-	if node == "" {
-		return
-	}
-	if _, planned := c.waitingOn[key]; planned || !NominatedByDovetail(pod) {
-		return
-	}
-	c.waitingOn[key] = node
-	c.handOff[key] = true
-}
-
-// FieldManager is the field manager (the REST client's user agent) of
-// Dovetail's writes, by which the pods' nominations it wrote are known
-// after a restart.
-const FieldManager = "dovetail"
-
-// NominatedByDovetail reports whether the pod's status.nominatedNodeName
-// was last written by Dovetail, as its managed fields record.
-func NominatedByDovetail(pod *corev1.Pod) bool {
-	for _, entry := range pod.ManagedFields {
-		if entry.Manager != FieldManager || entry.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Status map[string]json.RawMessage `json:"f:status"`
-		}
-		if json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields) != nil {
-			continue
-		}
-		if _, ok := fields.Status["f:nominatedNodeName"]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // DeletePod forgets a pod. Only informers call it.
 func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbind(key)
-	c.forgetPlan(key)
+	c.intent.forgetPod(key)
 	delete(c.waiting, key)
 }
 
@@ -369,30 +302,7 @@ func (c *Cluster) moveClaim(from, to string) {
 			e.nodeClaim = nil
 		}
 	}
-	if c.marked[from] {
-		delete(c.marked, from)
-		c.marked[to] = true
-	}
-}
-
-// MarkForDeletion marks the machines with these provider IDs (or, before
-// launch, NodeClaim names) as being removed by a disruption command: nothing
-// is placed on them and their pods are rescheduled in simulations.
-func (c *Cluster) MarkForDeletion(ids ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, id := range ids {
-		c.marked[c.idOf(id)] = true
-	}
-}
-
-// UnmarkForDeletion undoes MarkForDeletion (a disruption command was rolled back).
-func (c *Cluster) UnmarkForDeletion(ids ...string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, id := range ids {
-		delete(c.marked, c.idOf(id))
-	}
+	c.intent.moveMark(from, to)
 }
 
 func (c *Cluster) idOf(providerIDOrName string) string {
@@ -403,178 +313,6 @@ func (c *Cluster) idOf(providerIDOrName string) string {
 		return id
 	}
 	return "pid/" + providerIDOrName
-}
-
-// NominateNodeForPod records that a pod is expected to land on the machine
-// named by a Node name or, for a machine being launched, a NodeClaim name; the
-// machine is not disrupted until the nomination expires. Expired nominations
-// are forgotten here, so names the model never sees do not accumulate.
-func (c *Cluster) NominateNodeForPod(name string, window time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.clock.Now()
-	maps.DeleteFunc(c.nominated, func(_ string, until time.Time) bool { return !until.After(now) })
-	c.nominated[name] = now.Add(window)
-}
-
-// nominatedUntil is when the latest nomination of the machine with this Node
-// and NodeClaim (either may be nil) expires; awaited holds the names of the
-// machines planned pods still wait on (see awaitedMachines). Callers hold
-// the lock.
-func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim, awaited map[string]bool) time.Time {
-	var until time.Time
-	if node != nil {
-		until = c.nominated[node.Name]
-	}
-	if nc != nil {
-		if t := c.nominated[nc.Name]; t.After(until) {
-			until = t
-		}
-	}
-	if (node != nil && awaited[node.Name]) || (nc != nil && awaited[nc.Name]) {
-		if t := c.clock.Now().Add(waitingHold); t.After(until) {
-			until = t
-		}
-	}
-	return until
-}
-
-// awaitedMachines returns the Node or NodeClaim names that a pod planned
-// onto them still waits to bind to. Built once per read of the model, so
-// that reading N machines costs one pass over the waiting pods, not N.
-// Callers hold the lock.
-func (c *Cluster) awaitedMachines() map[string]bool {
-	awaited := map[string]bool{}
-	for key, name := range c.waitingOn {
-		if c.waiting[key] {
-			awaited[name] = true
-		}
-	}
-	return awaited
-}
-
-// forgetWaitingOn drops the pods waiting on a machine name that is gone: a
-// NodeClaim or Node deleted, so that they count nowhere until the next
-// provisioning pass plans them again. Callers hold the lock.
-func (c *Cluster) forgetWaitingOn(name string) {
-	for key, on := range c.waitingOn {
-		if on == name {
-			c.forgetPlan(key)
-		}
-	}
-}
-
-// forgetPlan drops a pod's plan: where it waits and its hand-off. Callers
-// hold the lock.
-func (c *Cluster) forgetPlan(key podKey) {
-	delete(c.waitingOn, key)
-	delete(c.handOff, key)
-}
-
-// PlanPods records that the latest provisioning pass planned these pending
-// pods onto the machine of that Node or NodeClaim name, replacing where an
-// earlier pass had planned them. Until a pod binds, is deleted or finishes,
-// or the machine goes, the machine counts as nominated (machine.Machine.NominatedUntil),
-// so that disruption does not remove a node that pods are waiting for while
-// the kube-scheduler is slow to bind them. An empty name forgets the pods'
-// plan (the pass could not place them). A pod's hand-off (HandOff) lasts
-// only for the plan it was given with: a new plan without it ends it.
-func (c *Cluster) PlanPods(name string, pods []types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, key := range pods {
-		delete(c.handOff, key)
-		if name == "" {
-			delete(c.waitingOn, key)
-			continue
-		}
-		c.waitingOn[key] = name
-	}
-}
-
-// HandOff marks pods already planned (PlanPods) as handed to the
-// kube-scheduler: HandOffTarget names the machine each should be nominated to.
-// The provisioner hands off the pods of passes where placement matters
-// (several workloads), where the scheduler's own choice could leave
-// planned machines half empty and other pods without room.
-func (c *Cluster) HandOff(pods []types.NamespacedName) {
-	c.mu.Lock()
-	handed := make([]types.NamespacedName, 0, len(pods))
-	for _, key := range pods {
-		if _, planned := c.waitingOn[key]; planned && c.waiting[key] {
-			c.handOff[key] = true
-			handed = append(handed, key)
-		}
-	}
-	listeners := slices.Clone(c.handOffListeners)
-	c.mu.Unlock()
-	if len(handed) == 0 {
-		return
-	}
-	for _, fn := range listeners {
-		fn(handed)
-	}
-}
-
-// OnHandOff registers fn to be told, outside the model's lock, of the pods
-// each HandOff hands to the scheduler: a pod planned onto a Node that is
-// already there has no Node event to wake whoever nominates it. fn must
-// not block.
-func (c *Cluster) OnHandOff(fn func([]types.NamespacedName)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.handOffListeners = append(c.handOffListeners, fn)
-}
-
-// HandOffTarget returns the name of the machine (a Node's or, for a
-// machine being launched, its NodeClaim's) a handed-off pod is planned
-// onto; ok is false when the pod has no hand-off or its machine is being
-// removed. The caller finds the machine's Node itself, in its own cache:
-// this model may see the Node later than the caller does.
-func (c *Cluster) HandOffTarget(pod types.NamespacedName) (machine string, ok bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if !c.handOff[pod] || !c.waiting[pod] {
-		return "", false
-	}
-	name := c.waitingOn[pod]
-	if id, found := c.machineID(name); found && c.marked[id] {
-		return "", false
-	}
-	return name, true
-}
-
-// HandedOffTo returns the handed-off pods planned onto a machine under any
-// of these names (a Node's and its NodeClaim's), so that a Node's arrival
-// can nominate them.
-func (c *Cluster) HandedOffTo(names ...string) []types.NamespacedName {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	on := map[string]bool{}
-	for _, name := range names {
-		if id, found := c.machineID(name); found && c.marked[id] {
-			continue
-		}
-		on[name] = true
-	}
-	var out []types.NamespacedName
-	for key := range c.handOff {
-		if c.waiting[key] && on[c.waitingOn[key]] {
-			out = append(out, key)
-		}
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return out
-}
-
-// machineID resolves a Node or NodeClaim name to its machine's entry ID.
-// Callers hold the lock.
-func (c *Cluster) machineID(name string) (string, bool) {
-	if id, ok := c.nodeNames[name]; ok {
-		return id, true
-	}
-	id, ok := c.claimNames[name]
-	return id, ok
 }
 
 // HasNode reports whether a Node of that name is in the model.
@@ -603,7 +341,7 @@ func (c *Cluster) Nodes() []*machine.Machine {
 		n := c.stateNode(id, e, awaited)
 		if claimID, ok := pairs[id]; ok {
 			n.NodeClaim = c.entries[claimID].nodeClaim
-			n.MarkedForDeletion = n.MarkedForDeletion || c.marked[claimID] || n.Deleting()
+			n.MarkedForDeletion = n.MarkedForDeletion || c.intent.marked[claimID] || n.Deleting()
 			n.NominatedUntil = c.nominatedUntil(n.Node, n.NodeClaim, awaited)
 		}
 		nodes = append(nodes, n)
@@ -691,7 +429,7 @@ func compare(a, b string) int {
 // stateNode builds the read-only view of an entry. Callers hold the lock.
 func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *machine.Machine {
 	n := &machine.Machine{Node: e.node, NodeClaim: e.nodeClaim}
-	n.MarkedForDeletion = c.marked[id] || n.Deleting()
+	n.MarkedForDeletion = c.intent.marked[id] || n.Deleting()
 	if e.node != nil {
 		pods := c.podsByNode[e.node.Name]
 		n.Pods = make([]*corev1.Pod, 0, len(pods))

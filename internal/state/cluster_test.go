@@ -409,8 +409,8 @@ func TestNominationFollowsTheMachine(t *testing.T) {
 					t.Errorf("NominatedUntil = %v, want %v", got, want)
 				}
 			}
-			if got := len(c.nominated); got != tc.wantKept {
-				t.Errorf("model holds %d nominations, want %d: %v", got, tc.wantKept, c.nominated)
+			if got := len(c.intent.nominated); got != tc.wantKept {
+				t.Errorf("model holds %d nominations, want %d: %v", got, tc.wantKept, c.intent.nominated)
 			}
 		})
 	}
@@ -424,8 +424,8 @@ func TestExpiredNominationsAreForgotten(t *testing.T) {
 	c.NominateNodeForPod("never-seen", 20*time.Second)
 	clk.Step(time.Minute)
 	c.NominateNodeForPod("node-a", 20*time.Second)
-	if _, ok := c.nominated["never-seen"]; ok || len(c.nominated) != 1 {
-		t.Errorf("nominations %v, want only node-a's", c.nominated)
+	if _, ok := c.intent.nominated["never-seen"]; ok || len(c.intent.nominated) != 1 {
+		t.Errorf("nominations %v, want only node-a's", c.intent.nominated)
 	}
 }
 

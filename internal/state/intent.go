@@ -1,0 +1,297 @@
+package state
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+)
+
+// intents is what Dovetail's decisions intend and the API server does not
+// show yet, kept in one place apart from the objects the informers
+// deliver: the pods each provisioning pass planned onto a machine and which
+// of them are handed to the kube-scheduler, until when each machine counts
+// as nominated, and the machines disruption commands are removing. Each is
+// keyed by what it is about (a pod, a machine's name, a machine's entry)
+// and cleared when that goes (forgetPod, forgetMachine, unmark). After a
+// restart it is rebuilt from what the API server holds: hand-offs from the
+// pods' nominations Dovetail wrote (recoverHandOff), removals by the
+// disrupter's recovery of its commands, which marks their machines again.
+// The Cluster's lock guards it; provisioning and disruption write it only
+// through the Cluster's methods below.
+type intents struct {
+	// marked holds the entry IDs of the machines disruption chose to remove.
+	marked map[string]bool
+	// nominated holds, per name given to NominateNodeForPod, when its latest
+	// nomination expires. The name is a NodeClaim's (a machine being
+	// launched) or a Node's (an existing one); the two differ on providers
+	// that name nodes themselves (AWS: ip-…), so a machine's nomination is
+	// the later of its claim's and its node's, and each is forgotten when the
+	// object of that name goes, or when it expires.
+	nominated map[string]time.Time
+	// plans holds, per pod the latest provisioning pass planned onto a
+	// machine (by Node or NodeClaim name) and that has not bound since, that
+	// plan. Such a machine counts as nominated for as long as the pod waits,
+	// however long the kube-scheduler takes to bind it: removing it would
+	// send the pod back to provisioning for a new node.
+	plans map[podKey]plan
+	// listeners are told of each HandOff (see OnHandOff).
+	listeners []func([]types.NamespacedName)
+}
+
+// plan is where a pod was planned, and whether the plan is handed to the
+// kube-scheduler (the pod is to be nominated to the machine's Node).
+type plan struct {
+	machine string
+	handOff bool
+}
+
+func newIntents() intents {
+	return intents{marked: map[string]bool{}, nominated: map[string]time.Time{}, plans: map[podKey]plan{}}
+}
+
+// forgetPod drops a pod's plan: it bound, finished or went.
+func (in *intents) forgetPod(key podKey) { delete(in.plans, key) }
+
+// forgetMachine drops what was intended for a machine name that is gone (a
+// NodeClaim or Node deleted): its nomination, and the plans of the pods
+// waiting on it, so that they count nowhere until the next provisioning
+// pass plans them again.
+func (in *intents) forgetMachine(name string) {
+	delete(in.nominated, name)
+	maps.DeleteFunc(in.plans, func(_ podKey, p plan) bool { return p.machine == name })
+}
+
+// unmark forgets that a machine entry is being removed.
+func (in *intents) unmark(id string) { delete(in.marked, id) }
+
+// moveMark carries a removal over when a machine's entry ID changes (its
+// claim was launched and now has a provider ID).
+func (in *intents) moveMark(from, to string) {
+	if in.marked[from] {
+		delete(in.marked, from)
+		in.marked[to] = true
+	}
+}
+
+// recoverHandOff rebuilds, from what the API server holds, the hand-off of
+// a waiting pod whose nomination this controller wrote (its field manager
+// is FieldManager) when the model has no plan for it: after a restart, the
+// pods still waiting on the nodes planned for them keep those nodes
+// nominated and keep their nomination. Callers hold the lock.
+func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
+	node := pod.Status.NominatedNodeName
+	if node == "" {
+		return
+	}
+	if _, planned := c.intent.plans[key]; planned || !NominatedByDovetail(pod) {
+		return
+	}
+	c.intent.plans[key] = plan{machine: node, handOff: true}
+}
+
+// FieldManager is the field manager (the REST client's user agent) of
+// Dovetail's writes, by which the pods' nominations it wrote are known
+// after a restart.
+const FieldManager = "dovetail"
+
+// NominatedByDovetail reports whether the pod's status.nominatedNodeName
+// was last written by Dovetail, as its managed fields record.
+func NominatedByDovetail(pod *corev1.Pod) bool {
+	for _, entry := range pod.ManagedFields {
+		if entry.Manager != FieldManager || entry.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Status["f:nominatedNodeName"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkForDeletion marks the machines with these provider IDs (or, before
+// launch, NodeClaim names) as being removed by a disruption command: nothing
+// is placed on them and their pods are rescheduled in simulations.
+func (c *Cluster) MarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.intent.marked[c.idOf(id)] = true
+	}
+}
+
+// UnmarkForDeletion undoes MarkForDeletion (a disruption command was rolled back).
+func (c *Cluster) UnmarkForDeletion(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.intent.unmark(c.idOf(id))
+	}
+}
+
+// NominateNodeForPod records that a pod is expected to land on the machine
+// named by a Node name or, for a machine being launched, a NodeClaim name; the
+// machine is not disrupted until the nomination expires. Expired nominations
+// are forgotten here, so names the model never sees do not accumulate.
+func (c *Cluster) NominateNodeForPod(name string, window time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	maps.DeleteFunc(c.intent.nominated, func(_ string, until time.Time) bool { return !until.After(now) })
+	c.intent.nominated[name] = now.Add(window)
+}
+
+// nominatedUntil is when the latest nomination of the machine with this Node
+// and NodeClaim (either may be nil) expires; awaited holds the names of the
+// machines planned pods still wait on (see awaitedMachines). Callers hold
+// the lock.
+func (c *Cluster) nominatedUntil(node *corev1.Node, nc *v1.NodeClaim, awaited map[string]bool) time.Time {
+	var until time.Time
+	if node != nil {
+		until = c.intent.nominated[node.Name]
+	}
+	if nc != nil {
+		if t := c.intent.nominated[nc.Name]; t.After(until) {
+			until = t
+		}
+	}
+	if (node != nil && awaited[node.Name]) || (nc != nil && awaited[nc.Name]) {
+		if t := c.clock.Now().Add(waitingHold); t.After(until) {
+			until = t
+		}
+	}
+	return until
+}
+
+// awaitedMachines returns the Node or NodeClaim names that a pod planned
+// onto them still waits to bind to. Built once per read of the model, so
+// that reading N machines costs one pass over the waiting pods, not N.
+// Callers hold the lock.
+func (c *Cluster) awaitedMachines() map[string]bool {
+	awaited := map[string]bool{}
+	for key, p := range c.intent.plans {
+		if c.waiting[key] {
+			awaited[p.machine] = true
+		}
+	}
+	return awaited
+}
+
+// PlanPods records that the latest provisioning pass planned these pending
+// pods onto the machine of that Node or NodeClaim name, replacing where an
+// earlier pass had planned them. Until a pod binds, is deleted or finishes,
+// or the machine goes, the machine counts as nominated (machine.Machine.NominatedUntil),
+// so that disruption does not remove a node that pods are waiting for while
+// the kube-scheduler is slow to bind them. An empty name forgets the pods'
+// plan (the pass could not place them). A pod's hand-off (HandOff) lasts
+// only for the plan it was given with: a new plan without it ends it.
+func (c *Cluster) PlanPods(name string, pods []types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range pods {
+		if name == "" {
+			delete(c.intent.plans, key)
+			continue
+		}
+		c.intent.plans[key] = plan{machine: name}
+	}
+}
+
+// HandOff marks pods already planned (PlanPods) as handed to the
+// kube-scheduler: HandOffTarget names the machine each should be nominated to.
+// The provisioner hands off the pods of passes where placement matters
+// (several workloads), where the scheduler's own choice could leave
+// planned machines half empty and other pods without room.
+func (c *Cluster) HandOff(pods []types.NamespacedName) {
+	c.mu.Lock()
+	handed := make([]types.NamespacedName, 0, len(pods))
+	for _, key := range pods {
+		if p, planned := c.intent.plans[key]; planned && c.waiting[key] {
+			p.handOff = true
+			c.intent.plans[key] = p
+			handed = append(handed, key)
+		}
+	}
+	listeners := slices.Clone(c.intent.listeners)
+	c.mu.Unlock()
+	if len(handed) == 0 {
+		return
+	}
+	for _, fn := range listeners {
+		fn(handed)
+	}
+}
+
+// OnHandOff registers fn to be told, outside the model's lock, of the pods
+// each HandOff hands to the scheduler: a pod planned onto a Node that is
+// already there has no Node event to wake whoever nominates it. fn must
+// not block.
+func (c *Cluster) OnHandOff(fn func([]types.NamespacedName)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.intent.listeners = append(c.intent.listeners, fn)
+}
+
+// HandOffTarget returns the name of the machine (a Node's or, for a
+// machine being launched, its NodeClaim's) a handed-off pod is planned
+// onto; ok is false when the pod has no hand-off or its machine is being
+// removed. The caller finds the machine's Node itself, in its own cache:
+// this model may see the Node later than the caller does.
+func (c *Cluster) HandOffTarget(pod types.NamespacedName) (machine string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.intent.plans[pod]
+	if !p.handOff || !c.waiting[pod] {
+		return "", false
+	}
+	name := p.machine
+	if id, found := c.machineID(name); found && c.intent.marked[id] {
+		return "", false
+	}
+	return name, true
+}
+
+// HandedOffTo returns the handed-off pods planned onto a machine under any
+// of these names (a Node's and its NodeClaim's), so that a Node's arrival
+// can nominate them.
+func (c *Cluster) HandedOffTo(names ...string) []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	on := map[string]bool{}
+	for _, name := range names {
+		if id, found := c.machineID(name); found && c.intent.marked[id] {
+			continue
+		}
+		on[name] = true
+	}
+	var out []types.NamespacedName
+	for key, p := range c.intent.plans {
+		if p.handOff && c.waiting[key] && on[p.machine] {
+			out = append(out, key)
+		}
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// machineID resolves a Node or NodeClaim name to its machine's entry ID.
+// Callers hold the lock.
+func (c *Cluster) machineID(name string) (string, bool) {
+	if id, ok := c.nodeNames[name]; ok {
+		return id, true
+	}
+	id, ok := c.claimNames[name]
+	return id, ok
+}
