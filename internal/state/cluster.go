@@ -183,8 +183,12 @@ func (c *Cluster) UpdatePod(pod *corev1.Pod) {
 		c.intent.forgetPod(key)
 		delete(c.waiting, key)
 	} else {
+		if !c.waiting[key] {
+			// First seen waiting (in this process): its hand-off may
+			// predate a restart.
+			c.recoverHandOff(key, pod)
+		}
 		c.waiting[key] = true
-		c.recoverHandOff(key, pod)
 	}
 	if terminal {
 		return

@@ -512,6 +512,16 @@ func TestHandOffRecoveredAfterRestart(t *testing.T) {
 			}
 		})
 	}
+	// A plan this process dropped is not brought back by the pod's next
+	// update: only a pod first seen waiting is recovered.
+	dropped := NewCluster(clocktesting.NewFakeClock(time.Now()))
+	ours := nominated("dropped", FieldManager)
+	dropped.UpdatePod(ours)
+	dropped.PlanPods("", []types.NamespacedName{{Namespace: ours.Namespace, Name: ours.Name}})
+	dropped.UpdatePod(ours.DeepCopy())
+	if got, ok := dropped.HandOffTarget(types.NamespacedName{Namespace: ours.Namespace, Name: ours.Name}); ok {
+		t.Errorf("a dropped plan came back as a hand-off to %q on the pod's next update", got)
+	}
 	// A plan the model holds is not replaced by the recovered one.
 	c := NewCluster(clocktesting.NewFakeClock(time.Now()))
 	p := nominated("replanned", FieldManager)

@@ -81,10 +81,12 @@ func (in *intents) moveMark(from, to string) {
 }
 
 // recoverHandOff rebuilds, from what the API server holds, the hand-off of
-// a waiting pod whose nomination this controller wrote (its field manager
-// is FieldManager) when the model has no plan for it: after a restart, the
-// pods still waiting on the nodes planned for them keep those nodes
-// nominated and keep their nomination. Callers hold the lock.
+// a pod first seen waiting whose nomination Dovetail wrote (its field
+// manager is FieldManager) when the model has no plan for it: after a
+// restart, the pods still waiting on the nodes planned for them keep those
+// nodes nominated and keep their nomination. Only at first sight: a plan
+// this process dropped since (the pass could not place the pod, or its
+// machine went) stays dropped. Callers hold the lock.
 func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
 	node := pod.Status.NominatedNodeName
 	if node == "" {

@@ -30,6 +30,7 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"time"
@@ -95,9 +96,10 @@ type Controller struct {
 	// unseen holds the nominations this controller wrote that its cache has
 	// not delivered yet: they count in their node's room.
 	unseen map[types.NamespacedName]nomination
-	// nodeLocks serialise the room check and the write per node, so that
-	// two workers do not both take the last room on a node.
-	nodeLocks sync.Map // node name -> *sync.Mutex
+	// nodeLocks serialise the room check and the write per node (a node
+	// name picks one by hash), so that two workers do not both take the
+	// last room on a node; a fixed set, however many nodes come and go.
+	nodeLocks [64]sync.Mutex
 }
 
 // conflictRetry is how soon a nomination that lost a write conflict is
@@ -442,8 +444,9 @@ func (c *Controller) fits(ctx context.Context, pod *corev1.Pod, requests corev1.
 }
 
 func (c *Controller) nodeLock(node string) *sync.Mutex {
-	lock, _ := c.nodeLocks.LoadOrStore(node, &sync.Mutex{})
-	return lock.(*sync.Mutex)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	return &c.nodeLocks[h.Sum32()%uint32(len(c.nodeLocks))]
 }
 
 // nodeOf finds the Node of a machine named by a Node or NodeClaim name, or
