@@ -7,6 +7,7 @@ package nodeclaimutil
 
 import (
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,23 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
+
+// ReplacesAnnotationKey is set on a replacement NodeClaim to the names of
+// the NodeClaims it replaces (comma-separated), so that a restarted
+// controller finds its disruption command again, and so that a static
+// NodePool counts the replacement, not the claim it replaces.
+const ReplacesAnnotationKey = "disruption.dovetail.dev/replaces"
+
+// Replaces returns the names of the NodeClaims nc replaces.
+func Replaces(nc *v1.NodeClaim) []string {
+	var out []string
+	for _, name := range strings.Split(nc.Annotations[ReplacesAnnotationKey], ",") {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // MinValuesRelaxedAnnotationKey marks a NodeClaim created although its
 // instance types do not cover every minValues (MinValuesPolicy BestEffort).

@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -31,7 +32,7 @@ import (
 // ReplacesAnnotationKey is set on a replacement NodeClaim to the names of
 // the NodeClaims it replaces (comma-separated), so that a restarted
 // controller finds its command again.
-const ReplacesAnnotationKey = "disruption.dovetail.dev/replaces"
+const ReplacesAnnotationKey = nodeclaimutil.ReplacesAnnotationKey
 
 const (
 	// queuePoll is how often the queue checks on its commands.
@@ -264,6 +265,10 @@ func (q *Queue) launch(ctx context.Context, dc *disruption.Command, cmd *command
 			return
 		}
 		claims[i] = nc
+		// In the model at once, as the provisioner does: a static pool's
+		// controller counts the replacement instead of the claim it
+		// replaces, and must not see the one go before the other comes.
+		q.cluster.AddCreatedNodeClaim(nc)
 		q.metrics.NodeClaimsCreated.WithLabelValues("disruption", r.NodePool.Name).Inc()
 		q.cluster.NominateNodeForPod(nc.Name, q.nominate)
 		log.FromContext(ctx).V(0).Info("Launched replacement NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(r.NodePool),

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/static"
+	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
@@ -200,5 +201,20 @@ func TestPendingPodsDoNotLaunchFromAStaticPool(t *testing.T) {
 	}
 	if got := h.claimsOf(np); len(got) != 1 || !strings.HasPrefix(got[0].Name, np.Name+"-") {
 		t.Errorf("static NodeClaims %v, want the one the static controller made", names(got))
+	}
+}
+
+// TestShadowStaticPoolWritesNothing: a static pool annotated shadow-only
+// gets no NodeClaim from the static controller, however far below its
+// replicas it is.
+func TestShadowStaticPoolWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	np := h.pool("shadowed", 2, func(np *v1.NodePool) {
+		np.Annotations = map[string]string{shadow.AnnotationKey: "true"}
+	})
+	h.reconcile(np)
+	h.reconcile(np)
+	if got := h.claimsOf(np); len(got) != 0 {
+		t.Errorf("shadow static pool got NodeClaims %v, want none", names(got))
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -106,6 +107,13 @@ func (c *Controller) Reconcile(ctx context.Context, np *v1.NodePool) (reconcile.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	d := Decide(np, c.poolMachines(np.Name), c.clock.Now())
+	// 3. A shadow pool (dovetail.dev/shadow) is only reported on: its
+	// claims are neither created nor deleted here.
+	if shadow.IsShadow(np) {
+		log.FromContext(ctx).Info("Would keep the static NodePool's replicas (shadow)", "replicas", d.Replicas,
+			"current", d.Current, "create", d.Create, "delete", len(d.Delete), "held", d.Held)
+		return reconcile.Result{RequeueAfter: Recheck}, nil
+	}
 	if d.Limited() {
 		c.recorder.Publish(limitedEvent(np, d))
 	}

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/machine"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
@@ -48,8 +49,9 @@ func (d Decision) Limited() bool { return d.Target < d.Replicas }
 // cluster-state model that belong to it) at now:
 //
 //  1. The claims that stay are counted: not being deleted, and not the
-//     candidate of a disruption command (drift), whose replacement is
-//     counted instead.
+//     candidate of a disruption command (drift) once its replacement is in
+//     the model (it is counted instead; before, the candidate still
+//     counts).
 //  2. Below the target (replicas capped by limits.nodes), the missing
 //     claims are created.
 //  3. Above replicas, the surplus goes: claims without a launched node
@@ -66,13 +68,25 @@ func Decide(np *v1.NodePool, machines []*machine.Machine, now time.Time) Decisio
 	if limit, ok := np.Spec.Limits[disruption.LimitNodes]; ok && limit.Value() < d.Target {
 		d.Target = max(limit.Value(), 0)
 	}
+	// The claims a replacement in the model replaces: until its replacement
+	// is there, a claim a disruption command has taken still counts, or the
+	// pool would launch its own replacement beside the command's.
+	replaced := map[string]bool{}
+	for _, m := range machines {
+		if m.NodeClaim != nil && m.NodeClaim.DeletionTimestamp.IsZero() {
+			for _, name := range nodeclaimutil.Replaces(m.NodeClaim) {
+				replaced[name] = true
+			}
+		}
+	}
 	var staying []*machine.Machine
 	initialized, disrupting := 0, 0
 	for _, m := range machines {
 		if m.NodeClaim == nil || m.NodePoolName() != np.Name {
 			continue
 		}
-		leaving := m.MarkedForDeletion || meta.IsStatusConditionTrue(m.NodeClaim.Status.Conditions, v1.ConditionTypeDisruptionReason)
+		taken := m.MarkedForDeletion || meta.IsStatusConditionTrue(m.NodeClaim.Status.Conditions, v1.ConditionTypeDisruptionReason)
+		leaving := m.Deleting() || (taken && replaced[m.NodeClaim.Name])
 		if m.Initialized() {
 			initialized++
 			if leaving || !nodeReady(m.Node) {

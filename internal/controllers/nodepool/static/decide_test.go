@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/machine"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -64,6 +65,13 @@ func (c claim) machine() *machine.Machine {
 }
 
 func marked(m *machine.Machine) { m.MarkedForDeletion = true }
+func deleting(m *machine.Machine) {
+	m.MarkedForDeletion = true
+	m.NodeClaim.DeletionTimestamp = new(metav1.NewTime(now))
+}
+func replaces(names string) func(*machine.Machine) {
+	return func(m *machine.Machine) { m.NodeClaim.Annotations[nodeclaimutil.ReplacesAnnotationKey] = names }
+}
 func disrupting(m *machine.Machine) {
 	m.NodeClaim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue, Reason: "Drifted"}}
 }
@@ -97,12 +105,20 @@ func TestDecide(t *testing.T) {
 		},
 		"claims being deleted do not count": {
 			pool:   pool(2, -1),
-			claims: []claim{{name: "a", launched: true}, {name: "b", launched: true, opts: []func(*machine.Machine){marked}}},
+			claims: []claim{{name: "a", launched: true}, {name: "b", launched: true, opts: []func(*machine.Machine){deleting}}},
 			want:   want{Target: 2, Current: 1, Create: 1},
+		},
+		// The command marks and conditions its candidate before it creates
+		// the replacement: in between, the candidate still counts, or the
+		// pool would launch a replacement of its own beside the command's.
+		"a drift candidate counts until its replacement is in the model": {
+			pool:   pool(2, -1),
+			claims: []claim{{name: "a", launched: true}, {name: "b", launched: true, opts: []func(*machine.Machine){marked, disrupting}}},
+			want:   want{Target: 2, Current: 2},
 		},
 		"a drift candidate's replacement counts instead of it": {
 			pool:   pool(2, -1),
-			claims: []claim{{name: "a", launched: true}, {name: "b", launched: true, opts: []func(*machine.Machine){disrupting}}, {name: "b-replacement"}},
+			claims: []claim{{name: "a", launched: true}, {name: "b", launched: true, opts: []func(*machine.Machine){disrupting}}, {name: "b-replacement", opts: []func(*machine.Machine){replaces("x,b")}}},
 			want:   want{Target: 2, Current: 2},
 		},
 		"limits.nodes caps replicas": {
