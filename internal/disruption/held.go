@@ -62,7 +62,19 @@ func (p *pass) hold(c *Candidate, reason v1.DisruptionReason) {
 	h := Held{Node: c.Node, NodeClaim: c.NodeClaim, NodePool: np, Reason: reason, Nodes: p.numNodes[pool], Busy: p.disrupting[pool] + b.used}
 	h.Budget, h.Limit, h.Err = BindingBudget(np, reason, p.now, h.Nodes)
 	if h.Err == nil {
-		h.OpensAt = NextWindow(np, reason, p.now, h.Nodes, h.Busy)
+		// The same for every held candidate of the pool with these counts:
+		// followed once per pass, not once per node (a schedule firing every
+		// minute is thousands of steps).
+		wk := fmt.Sprintf("%s/%s/%d/%d", pool, reason, h.Nodes, h.Busy)
+		opens, ok := p.windows[wk]
+		if !ok {
+			opens = NextWindow(np, reason, p.now, h.Nodes, h.Busy)
+			if p.windows == nil {
+				p.windows = map[string]time.Time{}
+			}
+			p.windows[wk] = opens
+		}
+		h.OpensAt = opens
 	}
 	p.held = append(p.held, h)
 }

@@ -202,3 +202,16 @@ func TestHeldConsolidationCandidate(t *testing.T) {
 		t.Errorf("message %q does not contain %q", out.Held[0].Message(), want)
 	}
 }
+
+// BenchmarkNextWindowEveryMinute is the worst case of NextWindow: a freeze
+// whose schedule fires every minute and never opens, followed to the cap.
+// A pass computes it once per pool, reason and node counts, not per held
+// node.
+func BenchmarkNextWindowEveryMinute(b *testing.B) {
+	np := makePool("p").budgets(scheduled("0", "* * * * *", 10*time.Minute)).obj()
+	for b.Loop() {
+		if got := disruption.NextWindow(np, v1.DisruptionReasonEmpty, now, 10, 0); !got.IsZero() {
+			b.Fatalf("window opens at %s, want never", got)
+		}
+	}
+}

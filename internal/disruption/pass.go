@@ -81,6 +81,8 @@ type pass struct {
 	scores []MoveScore
 	held   []Held
 	holds  map[string]bool // NodeClaim/reason already held
+	// windows memoizes NextWindow per pool, reason and node counts.
+	windows map[string]time.Time
 }
 
 func newPass(in Input, opts Options) *pass {
