@@ -59,8 +59,10 @@ type nodePoolV1Fields struct {
 	// Replicas is spec.replicas of a static NodePool (Karpenter v1.8), which
 	// v1beta1 has no field for. It always comes back: a pool cannot switch
 	// between static and dynamic, so a v1beta1 write that dropped the
-	// annotation is rejected by the v1 CRD rather than turning the pool
-	// dynamic.
+	// annotation is rejected rather than turning the pool dynamic. The v1
+	// CRD's rules do not see it (the API server checks a v1beta1 write
+	// against the v1beta1 schema); the admission policy that crdinstall
+	// installs with the CRDs (internal/crdinstall/policies) does.
 	Replicas *int64 `json:"replicas,omitempty"`
 }
 

@@ -27,6 +27,9 @@ import (
 // "no matches for kind" (seen in CI). An update keeps the
 // caBundle a certificate rotator injected into the CRD's conversion webhook
 // when crd declares the same webhook without one (see WithWebhookConversion).
+// Last it creates or updates the ValidatingAdmissionPolicies that go with
+// the CRDs (Policies), which hold rules of the storage version for writes
+// through every version.
 func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, timeout time.Duration) error {
 	client, err := apiextensionsclient.NewForConfig(config)
 	if err != nil {
@@ -57,7 +60,7 @@ func Install(ctx context.Context, config *rest.Config, crds []*apiextensionsv1.C
 			return err
 		}
 	}
-	return nil
+	return installPolicies(ctx, config, crds)
 }
 
 // waitDiscoverable polls the API server's discovery until every served
