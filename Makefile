@@ -35,8 +35,10 @@ generate: ## Regenerate deepcopy, CRDs and the embedded catalog
 # chart grants separately.
 RBAC_PARTS := core:./internal/controllers/...,./internal/operator kwok:./internal/cloudprovider/kwok aws:./internal/cloudprovider/aws webhook:./internal/conversion/webhook
 generate-chart: ## Regenerate the charts' CRDs and RBAC rules
-	rm -f charts/dovetail-crd/files/*.yaml
+	rm -f charts/dovetail-crd/files/*.yaml charts/dovetail-crd/files/policies/*.yaml
 	cp api/crds/*.yaml charts/dovetail-crd/files/
+	mkdir -p charts/dovetail-crd/files/policies
+	cp internal/crdinstall/policies/*.yaml charts/dovetail-crd/files/policies/
 	rm -rf charts/dovetail/files/rbac
 	@set -e; for part in $(RBAC_PARTS); do \
 	  name=$${part%%:*}; paths=$${part#*:}; args=; \
@@ -112,7 +114,7 @@ chaos: controlplane ## Run the chaos suite: 20 iterations of faults during scale
 	DOVETAIL_CHAOS_ITERATIONS=$${DOVETAIL_CHAOS_ITERATIONS:-20} $(GO) test ./test/chaos -run TestChaos -v -count=1 -timeout 80m
 
 bench-e2e: controlplane ## Run the end-to-end benchmarks on the local control plane
-	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 30m
+	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 60m
 
 up: build controlplane ## Run a local cluster with Dovetail until interrupted
 	bin/dovetail up
