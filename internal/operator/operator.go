@@ -151,7 +151,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 		LeaderElectionID:              opts.LeaderElectionName,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache:                         cache.Options{DefaultTransform: state.StripManagedFields},
 		Controller:                    ControllerConfig(opts.AllowRestart),
 	})
 	if err != nil {

@@ -532,3 +532,31 @@ func TestHandOffRecoveredAfterRestart(t *testing.T) {
 		t.Errorf("a recovered hand-off to %q replaced the model's plan", got)
 	}
 }
+
+// TestStripManagedFields: the cache keeps, of a pod's managed fields, only
+// Dovetail's status entry, so a pod it nominated is still known as such
+// after the transform; other objects keep none.
+func TestStripManagedFields(t *testing.T) {
+	entry := func(manager, subresource string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:nominatedNodeName":{}}}`)}
+	}
+	p := pod("p", "", corev1.PodPending)
+	p.ManagedFields = []metav1.ManagedFieldsEntry{entry("kube-controller-manager", ""), entry("kube-scheduler", "status"), entry(FieldManager, "status")}
+	out, err := StripManagedFields(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != FieldManager || !NominatedByDovetail(got) {
+		t.Errorf("pod managed fields %+v, want only Dovetail's status entry", got.ManagedFields)
+	}
+	n := node("n", "kwok://n")
+	n.ManagedFields = []metav1.ManagedFieldsEntry{entry(FieldManager, "status")}
+	if out, _ := StripManagedFields(n); len(out.(*corev1.Node).ManagedFields) != 0 {
+		t.Errorf("node kept managed fields %+v", out.(*corev1.Node).ManagedFields)
+	}
+	if out, err := StripManagedFields("not an object"); err != nil || out != "not an object" {
+		t.Errorf("StripManagedFields(string) = %v, %v", out, err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -102,6 +104,27 @@ func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
 // Dovetail's writes, by which the pods' nominations it wrote are known
 // after a restart.
 const FieldManager = "dovetail"
+
+// StripManagedFields is the informer cache's transform: it drops the
+// managed fields of every cached object (they are most of a pod's size and
+// nothing reads them), except, on pods, the entry of Dovetail's own status
+// writes, which NominatedByDovetail reads after a restart.
+func StripManagedFields(in any) (any, error) {
+	if pod, ok := in.(*corev1.Pod); ok {
+		var kept []metav1.ManagedFieldsEntry
+		for _, entry := range pod.ManagedFields {
+			if entry.Manager == FieldManager && entry.Subresource == "status" {
+				kept = append(kept, entry)
+			}
+		}
+		pod.ManagedFields = kept
+		return pod, nil
+	}
+	if obj, err := meta.Accessor(in); err == nil && obj.GetManagedFields() != nil {
+		obj.SetManagedFields(nil)
+	}
+	return in, nil
+}
 
 // NominatedByDovetail reports whether the pod's status.nominatedNodeName
 // was last written by Dovetail, as its managed fields record.
