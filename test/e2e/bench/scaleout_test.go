@@ -72,6 +72,14 @@ func watchPods(b *testing.B, cs kubernetes.Interface, ns string) *podClock {
 	return pc
 }
 
+// unschedulableCount is how many pods the kube-scheduler has marked
+// unschedulable.
+func (pc *podClock) unschedulableCount() int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return len(pc.unschedulable)
+}
+
 func (pc *podClock) counts() (seen, running int) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
@@ -122,9 +130,25 @@ func (pc *podClock) pendingTimes() ([]time.Duration, time.Time) {
 
 // BenchmarkScaleOut1000 creates a Deployment of 1,000 pods (500m CPU, 512Mi
 // each) on an empty cluster and measures the time until all are Running,
-// each pod's pending time, and the controller's CPU and peak memory.
-func BenchmarkScaleOut1000(b *testing.B) {
-	const replicas = 1000
+// each pod's pending time, and the controller's CPU and peak memory; then
+// the floor: the same Deployment created again while its nodes are still
+// there (see scaleOut).
+func BenchmarkScaleOut1000(b *testing.B) { scaleOut(b, 1000) }
+
+// BenchmarkScaleOut5000 is BenchmarkScaleOut1000 with 5,000 pods.
+func BenchmarkScaleOut5000(b *testing.B) { scaleOut(b, 5000) }
+
+// BenchmarkScaleOut10000 is BenchmarkScaleOut1000 with 10,000 pods.
+func BenchmarkScaleOut10000(b *testing.B) { scaleOut(b, 10000) }
+
+// scaleOut measures one scale-out of replicas pods and its floor. The floor
+// is the time the kube-scheduler and kwok take to bind and start the same
+// pods on nodes that already exist: after the scale-out the controller is
+// stopped (its CPU and peak RSS are read then), the Deployment deleted, and,
+// once its pods are gone, created again in another namespace, timed the
+// same way. The ratio of the two is what provisioning costs over what is
+// physically possible on this control plane.
+func scaleOut(b *testing.B, replicas int32) {
 	for range b.N {
 		dir := b.TempDir()
 		bin := controllerprocess.Build(b, dir)
@@ -136,44 +160,99 @@ func BenchmarkScaleOut1000(b *testing.B) {
 		ctx := context.Background()
 		controller := startController(b, bin, cluster, dir)
 		waitForReadyNodePool(b, cluster)
+		raiseCPULimit(b, cluster, replicas)
 
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
-		if err := cluster.Client.Create(ctx, ns); err != nil {
-			b.Fatal(err)
-		}
-		pods := watchPods(b, cs, ns.Name)
 		b.ResetTimer()
-		start := clock.RealClock{}.Now()
-		if err := cluster.Client.Create(ctx, inflate(ns.Name, replicas)); err != nil {
-			b.Fatal(err)
-		}
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
-			_, running := pods.counts()
-			return running >= replicas, nil
-		})
+		scale := runDeployment(b, cluster, cs, "bench", replicas)
 		b.StopTimer()
-		if err != nil {
-			_, running := pods.counts()
-			b.Fatalf("waiting for %d pods to run (%d running): %v", replicas, running, err)
-		}
-		pending, last := pods.pendingTimes()
-		fs, ls, fu, lu := pods.spread(start)
-		b.Logf("pods created between %s and %s, marked unschedulable between %s and %s", seconds(fs), seconds(ls), seconds(fu), seconds(lu))
-		timeline(b, cluster, start)
+		timeline(b, cluster, scale.start)
 		used := controller.Stop()
 		nodes, cost := fleet(b, cluster)
 
-		b.ReportMetric(last.Sub(start).Seconds(), "s-to-all-running")
-		b.ReportMetric(percentile(pending, 0.50).Seconds(), "s-p50-pending")
-		b.ReportMetric(percentile(pending, 0.99).Seconds(), "s-p99-pending")
+		// The floor: the same pods again on the nodes that are there now.
+		old := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "bench"}}
+		if err := cluster.Client.Delete(ctx, old); err != nil {
+			b.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+			pods, err := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
+			return err == nil && len(pods.Items) == 0, nil
+		})
+		if err != nil {
+			b.Fatalf("waiting for the scale-out's pods to go: %v", err)
+		}
+		floor := runDeployment(b, cluster, cs, "floor", replicas)
+		if after, _ := fleet(b, cluster); after != nodes {
+			b.Fatalf("the floor ran on %d nodes, the scale-out on %d: the floor must not launch", after, nodes)
+		}
+		ratio := scale.allRunning.Seconds() / floor.allRunning.Seconds()
+
+		b.ReportMetric(scale.allRunning.Seconds(), "s-to-all-running")
+		b.ReportMetric(floor.allRunning.Seconds(), "s-floor")
+		b.ReportMetric(ratio, "floor-ratio")
+		b.ReportMetric(percentile(scale.pending, 0.50).Seconds(), "s-p50-pending")
+		b.ReportMetric(percentile(scale.pending, 0.99).Seconds(), "s-p99-pending")
 		b.ReportMetric(used.CPUSeconds, "controller-cpu-s")
 		b.ReportMetric(used.PeakRSSMB, "controller-peak-rss-MB")
 		b.ReportMetric(float64(nodes), "nodes")
 		b.ReportMetric(cost, "$/h")
-		b.Logf("%d pods Running %s after the Deployment was created; pending p50 %s, p99 %s; controller %.1f CPU-s, peak RSS %.0f MB; %d nodes, $%.2f/h",
-			replicas, seconds(last.Sub(start)), seconds(percentile(pending, 0.5)), seconds(percentile(pending, 0.99)),
+		b.Logf("%d pods Running %s after the Deployment was created (floor %s, ratio %.2f); pending p50 %s, p99 %s (floor p50 %s, p99 %s); controller %.1f CPU-s, peak RSS %.0f MB; %d nodes, $%.2f/h",
+			replicas, seconds(scale.allRunning), seconds(floor.allRunning), ratio,
+			seconds(percentile(scale.pending, 0.5)), seconds(percentile(scale.pending, 0.99)),
+			seconds(percentile(floor.pending, 0.5)), seconds(percentile(floor.pending, 0.99)),
 			used.CPUSeconds, used.PeakRSSMB, nodes, cost)
 	}
+}
+
+// raiseCPULimit lifts the default NodePool's cpu limit (1,000) to a cpu per
+// pod, so that the 5,000-pod scale-out (2,500 cpu of requests) is not cut
+// short by it.
+func raiseCPULimit(b *testing.B, cluster *localcluster.Cluster, replicas int32) {
+	b.Helper()
+	pool := localcluster.DefaultNodePool()
+	if err := cluster.Client.Get(context.Background(), client.ObjectKeyFromObject(pool), pool); err != nil {
+		b.Fatal(err)
+	}
+	stored := pool.DeepCopy()
+	pool.Spec.Limits = v1.Limits{corev1.ResourceCPU: *resource.NewQuantity(int64(max(replicas, 1000)), resource.DecimalSI)}
+	if err := cluster.Client.Patch(context.Background(), pool, client.MergeFrom(stored)); err != nil {
+		b.Fatalf("raising the default NodePool's cpu limit: %v", err)
+	}
+}
+
+// run is one timed Deployment: when it was created, how long until its
+// last pod ran, and each pod's time from first seen to Running, sorted.
+type run struct {
+	start      time.Time
+	allRunning time.Duration
+	pending    []time.Duration
+}
+
+// runDeployment creates the inflate Deployment of replicas pods in a new
+// namespace ns and waits until every pod is Running.
+func runDeployment(b *testing.B, cluster *localcluster.Cluster, cs kubernetes.Interface, ns string, replicas int32) run {
+	b.Helper()
+	ctx := context.Background()
+	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	pods := watchPods(b, cs, ns)
+	start := clock.RealClock{}.Now()
+	if err := cluster.Client.Create(ctx, inflate(ns, replicas)); err != nil {
+		b.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Minute, true, func(context.Context) (bool, error) {
+		_, running := pods.counts()
+		return running >= int(replicas), nil
+	})
+	if err != nil {
+		_, running := pods.counts()
+		b.Fatalf("waiting for %d pods to run in %s (%d running): %v", replicas, ns, running, err)
+	}
+	pending, last := pods.pendingTimes()
+	fs, ls, fu, lu := pods.spread(start)
+	b.Logf("%s: pods created between %s and %s, marked unschedulable between %s and %s", ns, seconds(fs), seconds(ls), seconds(fu), seconds(lu))
+	return run{start: start, allRunning: last.Sub(start), pending: pending}
 }
 
 func inflate(ns string, replicas int32) *appsv1.Deployment {
