@@ -11,6 +11,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,6 +223,40 @@ func (e *Environment) DeleteTestNamespaces(t testing.TB, wait time.Duration) {
 		}
 		for _, p := range pods.Items {
 			if strings.HasPrefix(p.Namespace, "test-") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// RemoveClusterScoped deletes every pod, Node, NodeClaim and NodePool,
+// finalizers and all, and waits until they are gone: with no
+// kube-controller-manager running, the pods of deleted namespaces would
+// stay, still bound to node names a later test reuses. Integration tests
+// that share one API server call it before each test.
+func (e *Environment) RemoveClusterScoped(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}}
+	for _, list := range lists {
+		if err := e.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if len(obj.GetFinalizers()) > 0 {
+				_ = e.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			}
+			return client.IgnoreNotFound(e.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))
+		})
+	}
+	Eventually(t, 30*time.Second, "leftover pods, nodes, nodeclaims and nodepools to go", func(ctx context.Context) (bool, error) {
+		for _, list := range lists {
+			if err := e.Client.List(ctx, list); err != nil {
+				return false, err
+			}
+			if meta.LenList(list) > 0 {
 				return false, nil
 			}
 		}

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,7 +83,7 @@ func instanceTypes() []*cloudprovider.InstanceType {
 // informers feed a fresh model.
 func newHarness(t *testing.T, mutate func(*disrupter.Options)) *harness {
 	t.Helper()
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ctx := log.IntoContext(context.Background(), testlog.Logger(t, 1))
 	ns := testEnv.Namespace(t)
 	nsObj := &corev1.Namespace{}
@@ -129,39 +127,6 @@ func newHarness(t *testing.T, mutate func(*disrupter.Options)) *harness {
 // would have (same model, nothing in memory).
 func (h *harness) restart() {
 	h.loop, h.queue = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, h.metrics, h.opts)
-}
-
-// removeClusterScoped deletes every Node, NodeClaim and NodePool, finalizers
-// and all, and every pod (no kube-controller-manager runs, so the pods of
-// deleted namespaces stay, still bound to node names a later test reuses),
-// and waits until they are gone.
-func removeClusterScoped(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}}
-	for _, list := range lists {
-		if err := testEnv.Client.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				_ = testEnv.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-			}
-			return client.IgnoreNotFound(testEnv.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))
-		})
-	}
-	waitFor(t, "leftover pods, nodes, nodeclaims and nodepools to go", func() (bool, error) {
-		for _, list := range lists {
-			if err := testEnv.Client.List(ctx, list); err != nil {
-				return false, err
-			}
-			if meta.LenList(list) > 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // --- objects ---

@@ -34,7 +34,7 @@ import (
 // metrics, but no NodeClaim is created, nothing is launched, tainted or
 // deleted, and no pod, Node, NodeClaim or NodePool changes.
 func TestDryRunPublishesDecisionsAndWritesNothing(t *testing.T) {
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	cp := fake.NewCloudProvider()
 	cp.InstanceTypes = instanceTypes()

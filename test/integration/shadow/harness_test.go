@@ -6,7 +6,6 @@ import (
 	"maps"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,38 +42,6 @@ func instanceTypes() []*cloudprovider.InstanceType {
 		out = append(out, w.Obj())
 	}
 	return out
-}
-
-// removeClusterScoped deletes every pod, Node, NodeClaim and NodePool,
-// finalizers and all, and waits until they are gone (no
-// kube-controller-manager runs, so nothing else would).
-func removeClusterScoped(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}}
-	for _, list := range lists {
-		if err := testEnv.Client.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				_ = testEnv.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-			}
-			return client.IgnoreNotFound(testEnv.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))
-		})
-	}
-	env.Eventually(t, 30*time.Second, "leftover pods, nodes, nodeclaims and nodepools to go", func(ctx context.Context) (bool, error) {
-		for _, list := range lists {
-			if err := testEnv.Client.List(ctx, list); err != nil {
-				return false, err
-			}
-			if meta.LenList(list) > 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // pool creates a Ready NodePool: on demand only, WhenEmptyOrUnderutilized

@@ -94,7 +94,7 @@ func (h *liveHarness) settle(t *testing.T, pods map[string]int) {
 // without launching, the NodeClaim the heaviest shadow pool would have
 // launched.
 func TestShadowNodePoolProvisioning(t *testing.T) {
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	live := pool(t, "live", 0, nil)
 	rehearsal := pool(t, "rehearsal", 10, map[string]string{shadow.AnnotationKey: "true"})
@@ -144,7 +144,7 @@ func TestShadowNodePoolProvisioning(t *testing.T) {
 // disrupts the live pool's node; the shadow pool's node is published as
 // what would be disrupted and is left untouched.
 func TestShadowNodePoolDisruption(t *testing.T) {
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	h := newLiveHarness(t)
 	live := pool(t, "live", 0, nil)

@@ -24,7 +24,7 @@ import (
 // the operator's registry, the conversion webhook is not served, and no
 // NodeClaim or Node is created and the pod and NodePool stay as they were.
 func TestDryRunController(t *testing.T) {
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	kwokNodeClass(t, "default")
 	np := testEnv.CreateReadyNodePool(t, whatiftest.NodePool("default", "default", 0, "30s"))

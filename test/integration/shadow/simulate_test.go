@@ -27,7 +27,7 @@ import (
 // NodeClaims a fresh plan would launch for the same pods, as a table and
 // as JSON, and refuses --snapshot with it.
 func TestSimulateAgainstLive(t *testing.T) {
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	kwokNodeClass(t, "default")
 	testEnv.CreateWithStatus(t, whatiftest.NodePool("default", "default", 0, "30s"))

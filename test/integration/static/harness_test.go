@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -80,7 +78,7 @@ func instanceTypes() []*cloudprovider.InstanceType {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	removeClusterScoped(t)
+	testEnv.RemoveClusterScoped(t)
 	ctx := log.IntoContext(context.Background(), testlog.Logger(t, 1))
 	ns := testEnv.Namespace(t)
 	nsObj := &corev1.Namespace{}
@@ -112,37 +110,6 @@ func newHarness(t *testing.T) *harness {
 	h.loop, h.queue = disrupter.NewController(h.clock, h.cached, h.cluster, h.cloud, h.events, m, disrupter.DefaultOptions())
 	h.provisioner = provisioning.NewProvisioner(h.clock, h.cached, h.cluster, h.cloud, h.events, m, provisioning.Options{})
 	return h
-}
-
-// removeClusterScoped deletes every Node, NodeClaim and NodePool,
-// finalizers and all, and every pod, and waits until they are gone.
-func removeClusterScoped(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}}
-	for _, list := range lists {
-		if err := testEnv.Client.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				_ = testEnv.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-			}
-			return client.IgnoreNotFound(testEnv.Client.Delete(ctx, obj, client.GracePeriodSeconds(0)))
-		})
-	}
-	waitFor(t, "leftover pods, nodes, nodeclaims and nodepools to go", func() (bool, error) {
-		for _, list := range lists {
-			if err := testEnv.Client.List(ctx, list); err != nil {
-				return false, err
-			}
-			if meta.LenList(list) > 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // pool creates a Ready NodePool (consolidating WhenEmptyOrUnderutilized
