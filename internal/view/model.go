@@ -7,11 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
@@ -27,6 +30,8 @@ type Objects struct {
 	NodeClaims []*v1.NodeClaim
 	NodePools  []*v1.NodePool
 	Pods       []*corev1.Pod
+	// PDBs are read for the pods they keep from being evicted.
+	PDBs []*policyv1.PodDisruptionBudget
 }
 
 // Row is one node, or one NodeClaim whose node has not registered yet.
@@ -166,10 +171,27 @@ type Options struct {
 	Sort SortKey
 	// NodePool, when set, keeps only that group.
 	NodePool string
+
+	// Filled by Build from the objects: the PDBs, the NodePools by name
+	// and how many nodes each has, for the blocked-and-why column.
+	pdbs      []*policyv1.PodDisruptionBudget
+	pools     map[string]*v1.NodePool
+	poolNodes map[string]int
 }
 
 // Build turns the objects into a Table.
 func Build(objs Objects, o Options) Table {
+	o.pdbs = objs.PDBs
+	o.pools = map[string]*v1.NodePool{}
+	for _, np := range objs.NodePools {
+		o.pools[np.Name] = np
+	}
+	o.poolNodes = map[string]int{}
+	for _, n := range objs.Nodes {
+		if pool := n.Labels[v1.NodePoolLabelKey]; pool != "" {
+			o.poolNodes[pool]++
+		}
+	}
 	podsByNode := map[string][]*corev1.Pod{}
 	for _, p := range objs.Pods {
 		if p.Spec.NodeName == "" || podutil.IsTerminal(p) {
@@ -311,6 +333,10 @@ func nodeRow(n *corev1.Node, nc *v1.NodeClaim, pods []*corev1.Pod, o Options) Ro
 	}
 	if blocked := blockedBy(n, pods, o.Now); blocked != "" {
 		r.Disruption = append(r.Disruption, "blocked: "+blocked)
+	} else if blocked := blockedByPDB(pods, o.pdbs); blocked != "" {
+		r.Disruption = append(r.Disruption, "blocked: "+blocked)
+	} else if blocked := blockedByBudget(o.pools[r.NodePool], o.poolNodes[r.NodePool], o.Now); blocked != "" {
+		r.Disruption = append(r.Disruption, "blocked: "+blocked)
 	}
 	r.Price, r.Priced = o.Prices.Price(r.InstanceType, r.Zone, r.CapacityType)
 	return r
@@ -389,6 +415,43 @@ func blockedBy(n *corev1.Node, pods []*corev1.Pod, now time.Time) string {
 		s += fmt.Sprintf(" (+%d more)", len(names)-1)
 	}
 	return s
+}
+
+// blockedByPDB names a PodDisruptionBudget that allows no eviction now of
+// one of the node's pods (daemon and mirror pods are not evicted); empty
+// when none does.
+func blockedByPDB(pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) string {
+	for _, pdb := range pdbs {
+		if pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || selector.Empty() {
+			continue
+		}
+		for _, p := range pods {
+			if p.Namespace != pdb.Namespace || podutil.IsOwnedByDaemonSet(p) || podutil.IsMirror(p) || !selector.Matches(k8slabels.Set(p.Labels)) {
+				continue
+			}
+			return fmt.Sprintf("PDB %s/%s allows no eviction (pod %s)", pdb.Namespace, pdb.Name, p.Name)
+		}
+	}
+	return ""
+}
+
+// blockedByBudget says when the NodePool's disruption budgets allow no
+// node to go now for any reason (empty, drifted or underutilized); empty
+// when one reason is allowed.
+func blockedByBudget(np *v1.NodePool, nodes int, now time.Time) string {
+	if np == nil {
+		return ""
+	}
+	for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
+		if limit, err := disruption.BudgetLimit(np, reason, now, nodes); err != nil || limit > 0 {
+			return ""
+		}
+	}
+	return "NodePool " + np.Name + "'s budgets allow no disruption now"
 }
 
 func contains(list []string, prefix string) bool {

@@ -5,6 +5,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
 func rowsByName(t Table) map[string]Row {
@@ -141,6 +147,24 @@ func TestDisruptionStates(t *testing.T) {
 		{"disrupted taint", func(o *Objects) {
 			o.Nodes[0].Spec.Taints = o.Nodes[2].Spec.Taints
 		}, "n-busy", "disrupting"},
+		{"a PDB allowing no eviction blocks", func(o *Objects) {
+			o.Pods[1].Labels = map[string]string{"app": "web"}
+			o.PDBs = []*policyv1.PodDisruptionBudget{pdb("shop", "web", "web", 0)}
+		}, "n-busy", "blocked: PDB shop/web allows no eviction (pod " + "web-2)"},
+		{"a PDB allowing an eviction does not block", func(o *Objects) {
+			o.Pods[1].Labels = map[string]string{"app": "web"}
+			o.PDBs = []*policyv1.PodDisruptionBudget{pdb("shop", "web", "web", 1)}
+		}, "n-busy", ""},
+		{"a PDB of another namespace does not block", func(o *Objects) {
+			o.Pods[1].Labels = map[string]string{"app": "web"}
+			o.PDBs = []*policyv1.PodDisruptionBudget{pdb("other", "web", "web", 0)}
+		}, "n-busy", ""},
+		{"budgets allowing nothing block", func(o *Objects) {
+			o.NodePools[0].Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0")}}
+		}, "n-busy", "blocked: NodePool default's budgets allow no disruption now"},
+		{"budgets allowing one reason do not block", func(o *Objects) {
+			o.NodePools[0].Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnderutilized}}}
+		}, "n-busy", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +175,15 @@ func TestDisruptionStates(t *testing.T) {
 				t.Errorf("disruption %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// pdb is a PodDisruptionBudget selecting app=app with allowed disruptions.
+func pdb(ns, name, app string, allowed int32) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -15,7 +16,8 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// Source holds informers on Nodes, NodeClaims, NodePools and Pods and
+// Source holds informers on Nodes, NodeClaims, NodePools, Pods and
+// PodDisruptionBudgets and
 // says when any of them changes: one watch per kind, no polling.
 type Source struct {
 	cache   cache.Cache
@@ -45,7 +47,7 @@ func StartSource(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 		UpdateFunc: func(any, any) { s.notify() },
 		DeleteFunc: func(any) { s.notify() },
 	}
-	for _, obj := range []client.Object{&corev1.Node{}, &v1.NodeClaim{}, &v1.NodePool{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{&corev1.Node{}, &v1.NodeClaim{}, &v1.NodePool{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}} {
 		inf, err := ca.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("watching %T: %w", obj, err)
@@ -75,8 +77,8 @@ func (s *Source) notify() {
 // Objects lists the objects the informers hold.
 func (s *Source) Objects(ctx context.Context) (Objects, error) {
 	var out Objects
-	nodes, claims, pools, pods := &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &corev1.PodList{}
-	for _, l := range []client.ObjectList{nodes, claims, pools, pods} {
+	nodes, claims, pools, pods, pdbs := &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &corev1.PodList{}, &policyv1.PodDisruptionBudgetList{}
+	for _, l := range []client.ObjectList{nodes, claims, pools, pods, pdbs} {
 		if err := s.cache.List(ctx, l); err != nil {
 			return out, fmt.Errorf("listing %T from the informers: %w", l, err)
 		}
@@ -92,6 +94,9 @@ func (s *Source) Objects(ctx context.Context) (Objects, error) {
 	}
 	for i := range pods.Items {
 		out.Pods = append(out.Pods, &pods.Items[i])
+	}
+	for i := range pdbs.Items {
+		out.PDBs = append(out.PDBs, &pdbs.Items[i])
 	}
 	return out, nil
 }
