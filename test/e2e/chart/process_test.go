@@ -54,8 +54,8 @@ func serviceAccountKubeconfig(t *testing.T, namespace, name string) string {
 }
 
 // chartEnvironment is the controller container's environment as the
-// installed release renders it, with the namespace field references
-// resolved as the kubelet would.
+// installed release renders it, with the namespace field references and
+// the memory limit (GOMEMLIMIT) resolved as the kubelet would.
 func chartEnvironment(t *testing.T, release, namespace string) []corev1.EnvVar {
 	t.Helper()
 	manifest, err := helm(context.Background(), "get", "manifest", release, "--namespace", namespace)
@@ -70,13 +70,19 @@ func chartEnvironment(t *testing.T, release, namespace string) []corev1.EnvVar {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
 			t.Fatalf("decoding the Deployment: %v", err)
 		}
+		container := d.Spec.Template.Spec.Containers[0]
 		var out []corev1.EnvVar
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.ValueFrom != nil {
-				if e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
-					t.Fatalf("env %s: the test resolves only metadata.namespace references", e.Name)
-				}
+		for _, e := range container.Env {
+			switch {
+			case e.ValueFrom == nil:
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 				e = corev1.EnvVar{Name: e.Name, Value: namespace}
+			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+				// As the kubelet resolves it with the default divisor: bytes.
+				limit := container.Resources.Limits[corev1.ResourceMemory]
+				e = corev1.EnvVar{Name: e.Name, Value: strconv.FormatInt(limit.Value(), 10)}
+			default:
+				t.Fatalf("env %s: the test resolves only metadata.namespace and limits.memory references", e.Name)
 			}
 			out = append(out, e)
 		}
