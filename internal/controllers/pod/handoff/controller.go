@@ -85,13 +85,11 @@ type Controller struct {
 	// (only the leader runs it); plans handed off before then are found by
 	// the Node events that follow.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
-	// ours holds, per pod, the node this controller last nominated it to:
-	// a nomination of ours that a newer plan replaced is ours to move, while
-	// one another writer set (a preemption, the scheduler starting a
-	// binding) to a node that exists is left alone.
-	ours map[types.NamespacedName]string
-	// written counts, per pod, the nominations this controller wrote to the
-	// node it last nominated the pod to.
+	// written holds, per pod, the node this controller last nominated it
+	// to and how many times: a nomination of ours that a newer plan
+	// replaced is ours to move, while one another writer set (a
+	// preemption, the scheduler starting a binding) to a node that exists
+	// is left alone.
 	written map[types.NamespacedName]written
 	// unseen holds the nominations this controller wrote that its cache has
 	// not delivered yet: they count in their node's room.
@@ -127,9 +125,8 @@ type nomination struct {
 
 // NewController returns the hand-off controller.
 func NewController(kubeClient client.Client, plans Plans) *Controller {
-	return &Controller{kubeClient: kubeClient, plans: plans, ours: map[types.NamespacedName]string{},
-		written: map[types.NamespacedName]written{},
-		unseen:  map[types.NamespacedName]nomination{}}
+	return &Controller{kubeClient: kubeClient, plans: plans, written: map[types.NamespacedName]written{},
+		unseen: map[types.NamespacedName]nomination{}}
 }
 
 // Name identifies the controller.
@@ -250,7 +247,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) {
+	if !waiting(pod) {
 		c.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -262,8 +259,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || node == nil {
 		return reconcile.Result{}, err // no Node yet: its arrival brings the pod back
 	}
-	current := pod.Status.NominatedNodeName
-	if current == node.Name || (current != "" && current != c.lastNominated(req.NamespacedName) && c.plans.HasNode(current)) {
+	if !c.mayNominate(pod, node.Name) {
 		return reconcile.Result{}, nil
 	}
 	// A nomination again, after the scheduler cleared one, only onto a node
@@ -315,9 +311,7 @@ func (c *Controller) NominatePlanned(ctx context.Context, node *corev1.Node, cla
 		if err := c.kubeClient.Get(ctx, key, pod); err != nil {
 			continue // gone, or not in the cache yet
 		}
-		current := pod.Status.NominatedNodeName
-		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) || current == node.Name ||
-			(current != "" && current != c.lastNominated(key) && c.plans.HasNode(current)) {
+		if !waiting(pod) || !c.mayNominate(pod, node.Name) {
 			continue
 		}
 		if err := c.write(ctx, pod, node.Name, podRequests(pod)); err != nil {
@@ -344,7 +338,6 @@ func (c *Controller) write(ctx context.Context, pod *corev1.Pod, node string, re
 		return fmt.Errorf("nominating pod %s to node %s: %w", key, node, err)
 	}
 	c.mu.Lock()
-	c.ours[key] = node
 	if w := c.written[key]; w.node == node {
 		c.written[key] = written{node: node, count: w.count + 1}
 	} else {
@@ -505,16 +498,25 @@ func (c *Controller) writtenTo(key types.NamespacedName) written {
 	return c.written[key]
 }
 
-func (c *Controller) lastNominated(key types.NamespacedName) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ours[key]
+// waiting reports whether the pod still waits to be bound.
+func waiting(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && !podutil.IsTerminal(pod)
+}
+
+// mayNominate reports whether a waiting pod's nomination is to be written
+// to node: it is not there already, and it is not one another writer made
+// to a node that exists (ours, from an older plan, may be moved).
+func (c *Controller) mayNominate(pod *corev1.Pod, node string) bool {
+	current := pod.Status.NominatedNodeName
+	if current == node {
+		return false
+	}
+	return current == "" || current == c.writtenTo(client.ObjectKeyFromObject(pod)).node || !c.plans.HasNode(current)
 }
 
 func (c *Controller) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.ours, key)
 	delete(c.written, key)
 	delete(c.unseen, key)
 }
