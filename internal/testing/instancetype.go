@@ -1,6 +1,8 @@
 package testing
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -95,4 +97,27 @@ func (w *InstanceTypeWrapper) Obj() *cloudprovider.InstanceType {
 		}
 	}
 	return fake.NewInstanceType(opts)
+}
+
+// SmallMediumLarge is the instance-type set the integration harnesses
+// share: small (2 cpu), medium (4) and large (8), 2Gi per cpu and 110
+// pods, on demand at $0.05 per cpu-hour in the fake provider's first two
+// zones, and, with spot, spot at 70% of that.
+func SmallMediumLarge(spot bool) []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, s := range []struct {
+		name  string
+		cpu   int
+		price float64
+	}{{"small", 2, 0.1}, {"medium", 4, 0.2}, {"large", 8, 0.4}} {
+		w := MakeInstanceType(s.name).CPU(strconv.Itoa(s.cpu)).Memory(strconv.Itoa(2*s.cpu) + "Gi").Pods("110")
+		for _, z := range []string{fake.Zone1, fake.Zone2} {
+			w = w.Offering(z, v1.CapacityTypeOnDemand, s.price, true)
+			if spot {
+				w = w.Offering(z, v1.CapacityTypeSpot, 0.7*s.price, true)
+			}
+		}
+		out = append(out, w.Obj())
+	}
+	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
@@ -37,7 +38,7 @@ func TestDryRunPublishesDecisionsAndWritesNothing(t *testing.T) {
 	testEnv.RemoveClusterScoped(t)
 	ns := testEnv.Namespace(t)
 	cp := fake.NewCloudProvider()
-	cp.InstanceTypes = instanceTypes()
+	cp.InstanceTypes = dtesting.SmallMediumLarge(false)
 	np := pool(t, "default", 0, nil)
 	_, large := node(t, cp, "shadow-large", np, "large", fake.Zone1)
 	boundPod(t, ns, "resident", large.Name, "500m")

@@ -2,7 +2,6 @@ package shadow_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -18,31 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
-
-// instanceTypes: small (2 cpu, $0.1/h), medium (4, $0.2) and large (8,
-// $0.4), on demand only, in two zones.
-func instanceTypes() []*cloudprovider.InstanceType {
-	var out []*cloudprovider.InstanceType
-	for _, s := range []struct {
-		name  string
-		cpu   int
-		price float64
-	}{{"small", 2, 0.1}, {"medium", 4, 0.2}, {"large", 8, 0.4}} {
-		w := dtesting.MakeInstanceType(s.name).CPU(fmt.Sprint(s.cpu)).Memory(fmt.Sprintf("%dGi", 2*s.cpu)).Pods("110")
-		for _, z := range []string{fake.Zone1, fake.Zone2} {
-			w = w.Offering(z, v1.CapacityTypeOnDemand, s.price, true)
-		}
-		out = append(out, w.Obj())
-	}
-	return out
-}
 
 // pool creates a Ready NodePool: on demand only, WhenEmptyOrUnderutilized
 // at once, every node may be disrupted, nodes never expire.

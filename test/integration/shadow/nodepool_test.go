@@ -19,6 +19,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
 )
@@ -44,7 +45,7 @@ func newLiveHarness(t *testing.T) *liveHarness {
 		cp:  fake.NewCloudProvider(), registry: prometheus.NewRegistry(), recorder: &env.EventLog{},
 		cluster: state.NewCluster(clock.RealClock{}),
 	}
-	h.cp.InstanceTypes = instanceTypes()
+	h.cp.InstanceTypes = dtesting.SmallMediumLarge(false)
 	m, err := metrics.New(h.registry)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package static_test
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -22,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/static"
@@ -58,24 +56,6 @@ type harness struct {
 	provisioner *provisioning.Provisioner
 }
 
-// instanceTypes: small (2 cpu), medium (4), large (8), on-demand and spot
-// (at 70%) in two zones, priced in proportion to cpu.
-func instanceTypes() []*cloudprovider.InstanceType {
-	var out []*cloudprovider.InstanceType
-	for _, s := range []struct {
-		name  string
-		cpu   int
-		price float64
-	}{{"small", 2, 0.1}, {"medium", 4, 0.2}, {"large", 8, 0.4}} {
-		w := dtesting.MakeInstanceType(s.name).CPU(fmt.Sprint(s.cpu)).Memory(fmt.Sprintf("%dGi", 2*s.cpu)).Pods("110")
-		for _, z := range []string{fake.Zone1, fake.Zone2} {
-			w = w.Offering(z, v1.CapacityTypeOnDemand, s.price, true).Offering(z, v1.CapacityTypeSpot, 0.7*s.price, true)
-		}
-		out = append(out, w.Obj())
-	}
-	return out
-}
-
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	testEnv.RemoveClusterScoped(t)
@@ -95,7 +75,7 @@ func newHarness(t *testing.T) *harness {
 		clock: clocktesting.NewFakeClock(nsObj.CreationTimestamp.Time),
 		cloud: fake.NewCloudProvider(),
 	}
-	h.cloud.InstanceTypes = instanceTypes()
+	h.cloud.InstanceTypes = dtesting.SmallMediumLarge(true)
 	h.cluster = state.NewCluster(h.clock)
 	mgr := testEnv.StartManager(t, func(mgr manager.Manager) error {
 		for _, c := range informer.NewControllers(h.cluster) {
