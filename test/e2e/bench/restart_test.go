@@ -8,11 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
 // BenchmarkRestartWithBacklog10000 restarts the controller onto a backlog:
@@ -26,18 +24,9 @@ import (
 func BenchmarkRestartWithBacklog10000(b *testing.B) {
 	const replicas = 10000
 	for range b.N {
-		dir := b.TempDir()
-		bin := controllerprocess.Build(b, dir)
-		cluster := startCluster(b)
-		cs, err := kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
-		if err != nil {
-			b.Fatal(err)
-		}
 		ctx := context.Background()
-		first := startController(b, bin, cluster, dir)
-		waitForReadyNodePool(b, cluster)
-		raiseCPULimit(b, cluster, replicas)
-		first.Stop()
+		cluster, cs, startProcess := setUp(b, replicas)
+		startProcess().Stop()
 
 		if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "backlog"}}); err != nil {
 			b.Fatal(err)
@@ -46,7 +35,7 @@ func BenchmarkRestartWithBacklog10000(b *testing.B) {
 		if err := cluster.Client.Create(ctx, inflate("backlog", replicas)); err != nil {
 			b.Fatal(err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 			return pods.unschedulableCount() >= replicas, nil
 		})
 		if err != nil {
@@ -55,7 +44,7 @@ func BenchmarkRestartWithBacklog10000(b *testing.B) {
 
 		b.ResetTimer()
 		start := clock.RealClock{}.Now()
-		controller := startController(b, bin, cluster, dir)
+		controller := startProcess()
 		var firstDecision time.Duration
 		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 			claims := &v1.NodeClaimList{}

@@ -150,17 +150,9 @@ func BenchmarkScaleOut10000(b *testing.B) { scaleOut(b, 10000) }
 // physically possible on this control plane.
 func scaleOut(b *testing.B, replicas int32) {
 	for range b.N {
-		dir := b.TempDir()
-		bin := controllerprocess.Build(b, dir)
-		cluster := startCluster(b)
-		cs, err := kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
-		if err != nil {
-			b.Fatal(err)
-		}
 		ctx := context.Background()
-		controller := startController(b, bin, cluster, dir)
-		waitForReadyNodePool(b, cluster)
-		raiseCPULimit(b, cluster, replicas)
+		cluster, cs, start := setUp(b, replicas)
+		controller := start()
 
 		b.ResetTimer()
 		scale := runDeployment(b, cluster, cs, "bench", replicas)
@@ -174,7 +166,7 @@ func scaleOut(b *testing.B, replicas int32) {
 		if err := cluster.Client.Delete(ctx, old); err != nil {
 			b.Fatal(err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 			pods, err := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
 			return err == nil && len(pods.Items) == 0, nil
 		})
@@ -202,6 +194,28 @@ func scaleOut(b *testing.B, replicas int32) {
 			seconds(percentile(floor.pending, 0.5)), seconds(percentile(floor.pending, 0.99)),
 			used.CPUSeconds, used.PeakRSSMB, nodes, cost)
 	}
+}
+
+// setUp builds the controller, starts the local cluster, and returns it,
+// a clientset on it, and start, which runs a controller process with
+// production defaults and waits until the default NodePool is Ready, its
+// cpu limit raised for replicas pods.
+func setUp(b *testing.B, replicas int32) (*localcluster.Cluster, kubernetes.Interface, func() *controllerprocess.Process) {
+	b.Helper()
+	dir := b.TempDir()
+	bin := controllerprocess.Build(b, dir)
+	cluster := startCluster(b)
+	cs, err := kubernetes.NewForConfig(cluster.ControlPlane.RESTConfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := func() *controllerprocess.Process {
+		controller := startController(b, bin, cluster, dir)
+		waitForReadyNodePool(b, cluster)
+		raiseCPULimit(b, cluster, replicas)
+		return controller
+	}
+	return cluster, cs, start
 }
 
 // raiseCPULimit lifts the default NodePool's cpu limit (1,000) to a cpu per
