@@ -3,7 +3,6 @@ package conversion
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -44,22 +43,9 @@ func TestBalancedRoundTrip(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			spoke, err := c.NodePoolToV1beta1(tc.in)
-			if err != nil {
-				t.Fatalf("NodePoolToV1beta1: %v", err)
-			}
+			spoke := roundTripNodePool(t, c, tc.in, tc.wantAnnotation)
 			if got := spoke.Spec.Disruption.ConsolidationPolicy; got != v1beta1.ConsolidationPolicyWhenUnderutilized {
 				t.Errorf("v1beta1 consolidationPolicy = %q, want WhenUnderutilized", got)
-			}
-			if got := spoke.Annotations[V1FieldsAnnotationKey]; got != tc.wantAnnotation {
-				t.Errorf("v1-fields annotation = %s\nwant %s", got, tc.wantAnnotation)
-			}
-			hub, err := c.NodePoolToV1(spoke)
-			if err != nil {
-				t.Fatalf("NodePoolToV1: %v", err)
-			}
-			if !equal(tc.in, hub) {
-				t.Errorf("round trip changed the NodePool (-in +out):\n%s", cmp.Diff(tc.in, hub))
 			}
 		})
 	}

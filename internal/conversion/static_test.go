@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1beta1"
 )
 
 // TestStaticNodePoolRoundTrip: v1beta1 has no replicas. v1 -> v1beta1 keeps
@@ -41,20 +42,29 @@ func TestStaticNodePoolRoundTrip(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			spoke, err := c.NodePoolToV1beta1(tc.in)
-			if err != nil {
-				t.Fatalf("NodePoolToV1beta1: %v", err)
-			}
-			if got := spoke.Annotations[V1FieldsAnnotationKey]; got != tc.wantAnnotation {
-				t.Errorf("v1-fields annotation = %q, want %q", got, tc.wantAnnotation)
-			}
-			hub, err := c.NodePoolToV1(spoke)
-			if err != nil {
-				t.Fatalf("NodePoolToV1: %v", err)
-			}
-			if !equal(tc.in, hub) {
-				t.Errorf("round trip changed the NodePool (-in +out):\n%s", cmp.Diff(tc.in, hub))
-			}
+			roundTripNodePool(t, c, tc.in, tc.wantAnnotation)
 		})
 	}
+}
+
+// roundTripNodePool converts a v1 NodePool to v1beta1 and back, checks the
+// v1-fields annotation the v1beta1 object carries and that the round trip
+// changed nothing, and returns the v1beta1 object for further checks.
+func roundTripNodePool(t *testing.T, c *Converter, in *v1.NodePool, wantAnnotation string) *v1beta1.NodePool {
+	t.Helper()
+	spoke, err := c.NodePoolToV1beta1(in)
+	if err != nil {
+		t.Fatalf("NodePoolToV1beta1: %v", err)
+	}
+	if got := spoke.Annotations[V1FieldsAnnotationKey]; got != wantAnnotation {
+		t.Errorf("v1-fields annotation = %q, want %q", got, wantAnnotation)
+	}
+	hub, err := c.NodePoolToV1(spoke)
+	if err != nil {
+		t.Fatalf("NodePoolToV1: %v", err)
+	}
+	if !equal(in, hub) {
+		t.Errorf("round trip changed the NodePool (-in +out):\n%s", cmp.Diff(in, hub))
+	}
+	return spoke
 }
