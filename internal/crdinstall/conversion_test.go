@@ -23,6 +23,7 @@ func TestWithWebhookConversion(t *testing.T) {
 		"nodeclaims.karpenter.sh":           {Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &clientConfig, ConversionReviewVersions: []string{"v1"}}},
 		"ec2nodeclasses.karpenter.k8s.aws":  {Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &clientConfig, ConversionReviewVersions: []string{"v1"}}},
 		"kwoknodeclasses.karpenter.kwok.sh": nil, // a single version: nothing to convert
+		"nodeoverlays.karpenter.sh":         nil, // v1alpha1 only
 	}
 	if len(got) != len(all) {
 		t.Fatalf("WithWebhookConversion returned %d CRDs, want %d", len(got), len(all))
