@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/overlay"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	clustermetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/cluster"
 	podmetrics "github.com/dovetail-autoscaler/dovetail/internal/controllers/metrics/pod"
@@ -21,6 +22,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/garbagecollection"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeoverlay"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/hash"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/readiness"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodepool/static"
@@ -66,13 +68,25 @@ type Options struct {
 	// run, and provisioning and disruption publish their decisions
 	// instead of acting on them.
 	DryRun bool
+	// DisableNodeOverlay turns NodeOverlays off (gate NodeOverlay=false):
+	// the controllers see the cloud provider's instance types as they are
+	// and the nodeoverlay controller does not run. They are on by default.
+	DisableNodeOverlay bool
 }
 
 // NewControllers builds every provider-neutral controller. With
-// opts.DryRun it builds only the read-only ones (see ReadOnly).
+// opts.DryRun it builds only the read-only ones (see ReadOnly). Unless
+// opts.DisableNodeOverlay, every controller gets the cloud provider
+// decorated with the cluster's NodeOverlays (package overlay), so that
+// provisioning, consolidation, static pools and launches see the overlaid
+// prices and capacity.
 func NewControllers(d Dependencies, opts Options) []Controller {
 	opts.Provisioning.DryRun = opts.Provisioning.DryRun || opts.DryRun
 	opts.Disruption.DryRun = opts.Disruption.DryRun || opts.DryRun
+	rawProvider := d.CloudProvider
+	if !opts.DisableNodeOverlay {
+		d.CloudProvider = overlay.Decorate(rawProvider, d.KubeClient)
+	}
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
 	disruptionLoop, disruptionQueue := disrupter.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)
 	out := []Controller{}
@@ -92,6 +106,9 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	}
 	if opts.NodeRepair {
 		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
+	}
+	if !opts.DisableNodeOverlay {
+		out = append(out, nodeoverlay.NewController(d.Clock, d.KubeClient, rawProvider, provisioner.Trigger))
 	}
 	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
 	nominator := handoff.NewController(d.KubeClient, d.Cluster)
@@ -148,6 +165,7 @@ func ReadOnly() map[string]string {
 		"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",
 		"node.health":                 "off: deletes unhealthy NodeClaims",
 		"pod.handoff":                 "off: writes pods' status.nominatedNodeName (the plan handed to the kube-scheduler)",
+		"nodeoverlay":                 "off: writes NodeOverlay status conditions (shadow mode still applies the overlays, resolving conflicts per NodePool)",
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	awsv1beta1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1beta1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1beta1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
@@ -68,7 +69,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, v1.AddToScheme, v1beta1.AddToScheme,
-		awsv1.AddToScheme, awsv1beta1.AddToScheme, kwokv1alpha1.AddToScheme,
+		awsv1.AddToScheme, awsv1beta1.AddToScheme, kwokv1alpha1.AddToScheme, v1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)

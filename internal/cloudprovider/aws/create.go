@@ -13,9 +13,11 @@ import (
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	karpv1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/instance"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/aws/launchtemplate"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/overlay"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
@@ -46,6 +48,9 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *karpv1.NodeClaim)
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types of ec2nodeclass %s: %w", nc.Name, err)
 	}
+	// With the NodeOverlays of the claim's NodePool, when the overlay
+	// decorator launches: overlaid prices and capacity.
+	all = overlay.InstanceTypes(ctx, all)
 	candidates := compatible(all, reqs, nodeClaim.Spec.Resources.Requests)
 	// 3. Reserved when allowed and a reservation has room, else spot when
 	//    allowed and available, else on-demand; cheapest types first.
@@ -78,6 +83,7 @@ func (c *CloudProvider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, node
 	req := instance.LaunchRequest{
 		NodeClaim: nodeClaim.Name, NodeClaimUID: string(nodeClaim.UID), CapacityType: capacityType, ReservationType: plan.reservationType, Offerings: plan.offerings,
 		Subnets: subnetsByZone(nc), Tags: tags, Context: nc.Spec.Context,
+		Prioritized: nodeClaim.Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] == "true",
 	}
 	// One set of templates per reservation of a reserved launch (each
 	// targets its reservation), else one set.

@@ -20,6 +20,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/overlay"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
 )
 
@@ -200,7 +201,9 @@ func (c *CloudProvider) sleep(ctx context.Context, d time.Duration) error {
 // insufficient capacity, marking each one that does unavailable. Like an EC2
 // fleet request, one launch tries every candidate in price order.
 func (c *CloudProvider) launch(ctx context.Context, reqs requirements.Requirements, requests corev1.ResourceList) (candidate, error) {
-	cands := candidates(c.instanceTypeView(), reqs, requests)
+	// The NodeOverlays of the claim's NodePool, when the overlay decorator
+	// launches: the cheapest by the overlaid price, the overlaid capacity.
+	cands := candidates(overlay.InstanceTypes(ctx, c.instanceTypeView()), reqs, requests)
 	if len(cands) == 0 {
 		return candidate{}, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no available offering satisfies requirements [%s] and requests %s", reqs, describe(requests)))
 	}

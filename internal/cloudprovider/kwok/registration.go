@@ -129,8 +129,21 @@ func (c *CloudProvider) nodeFromClaim(nodeClaim *v1.NodeClaim) (*corev1.Node, er
 	zone, capacityType := nodeClaim.Labels[corev1.LabelTopologyZone], nodeClaim.Labels[v1.CapacityTypeLabelKey]
 	for _, o := range it.Offerings {
 		if o.Zone == zone && o.CapacityType == capacityType {
-			return newNode(nodeClaim, reqs, candidate{instanceType: it, offering: o}, c.partition), nil
+			node := newNode(nodeClaim, reqs, candidate{instanceType: it, offering: o}, c.partition)
+			// Resources a NodeOverlay added at launch are on the claim only.
+			addMissing(node.Status.Capacity, nodeClaim.Status.Capacity)
+			addMissing(node.Status.Allocatable, nodeClaim.Status.Allocatable)
+			return node, nil
 		}
 	}
 	return nil, fmt.Errorf("instance type %s has no %s offering in zone %q", name, capacityType, zone)
+}
+
+// addMissing adds to dst the resources of src it does not have.
+func addMissing(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if _, ok := dst[name]; !ok {
+			dst[name] = q.DeepCopy()
+		}
+	}
 }

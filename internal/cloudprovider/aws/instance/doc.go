@@ -10,7 +10,9 @@
 // provider does: one LaunchTemplateConfig per template, one override per
 // (instance type, zone) offering the claim allows, priced by the offering
 // (Priority), price-capacity-optimized for spot and lowest-price for
-// on-demand, TotalTargetCapacity 1. Tags go on the instance, its volumes and
+// on-demand (capacity-optimized-prioritized and prioritized when a
+// NodeOverlay changed the prices, so that EC2 follows the overlaid order),
+// TotalTargetCapacity 1. Tags go on the instance, its volumes and
 // the fleet. Dovetail also tags the instance with karpenter.sh/nodeclaim at
 // launch (Karpenter adds it only after registration), so that a launch
 // retried after a crash finds the instance the first attempt made instead of

@@ -66,6 +66,13 @@ type LaunchRequest struct {
 	Tags map[string]string
 	// Context is the EC2NodeClass's spec.context (EC2 Fleet Context).
 	Context *string
+	// Prioritized launches by the offerings' Price (each override's
+	// Priority, lowest first) instead of EC2's own prices: a NodeOverlay
+	// changed the price of an offering the claim allows (the claim is
+	// annotated karpenter.sh/price-overlay-applied). Spot then uses
+	// capacity-optimized-prioritized and on-demand prioritized, as
+	// Karpenter does.
+	Prioritized bool
 }
 
 // Unfulfillable error codes: EC2 has no capacity (or quota) for the
@@ -149,10 +156,14 @@ func buildFleetInput(req LaunchRequest) (*ec2.CreateFleetInput, error) {
 			ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
 	switch {
+	case req.CapacityType == "spot" && req.Prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case req.CapacityType == "spot":
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	case req.CapacityType == capacityTypeReserved && req.ReservationType == reservationTypeCapacityBlock:
 		// A capacity block takes no allocation strategy.
+	case req.Prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}

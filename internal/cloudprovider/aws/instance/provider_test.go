@@ -255,3 +255,40 @@ func TestRelaunchAfterARestartDuringDescribeLag(t *testing.T) {
 		t.Errorf("a launch for another claim UID = %+v, %v; want a new instance", inst, err)
 	}
 }
+
+// TestPrioritizedLaunchFollowsTheOverlaidPrices: a launch whose prices a
+// NodeOverlay changed asks EC2 for the prioritized strategies, and EC2
+// launches the offering with the lowest Priority (the overlaid price)
+// rather than its own cheapest; without it EC2's lowest price wins.
+func TestPrioritizedLaunchFollowsTheOverlaidPrices(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		capacityType string
+		prioritized  bool
+		want         string
+	}{
+		{"on-demand, EC2's prices", "on-demand", false, "c5.large"},
+		{"on-demand, overlaid prices", "on-demand", true, "m5.xlarge"},
+		{"spot, overlaid prices", "spot", true, "m5.xlarge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAccount(t)
+			p := instance.NewProvider(a.client, a.clock, instance.Options{ClusterName: "dovetail"})
+			// m5.xlarge costs EC2 the most, but an overlay made it the
+			// cheapest: its Price (the override's Priority) is lowest.
+			req := a.request("claim-"+tc.capacityType, tc.capacityType,
+				instance.Offering{InstanceType: "m5.xlarge", Zone: "us-east-1a", Price: 0.01},
+				instance.Offering{InstanceType: "c5.large", Zone: "us-east-1a", Price: 0.5},
+				instance.Offering{InstanceType: "m5.large", Zone: "us-east-1a", Price: 0.6},
+			)
+			req.Prioritized = tc.prioritized
+			inst, err := p.Launch(context.Background(), req)
+			if err != nil {
+				t.Fatalf("Launch: %v", err)
+			}
+			if inst.Type != tc.want {
+				t.Errorf("launched %s, want %s", inst.Type, tc.want)
+			}
+		})
+	}
+}
