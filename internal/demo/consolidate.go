@@ -127,7 +127,7 @@ func (s *story) consolidate(ctx context.Context) error {
 	fmt.Fprintf(s.out, "$%.4f/h, %d nodes. Nodes now:\n\n", cost, nodes)
 	s.summary.ConsolidatedNodes, s.summary.ConsolidatedCost = nodes, cost
 	s.summary.ConsolidationDuration = s.clock.Since(began)
-	_, _, _, err = s.printNodes(ctx)
+	_, err = s.printNodes(ctx)
 	return err
 }
 

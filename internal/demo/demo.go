@@ -61,6 +61,10 @@ type Summary struct {
 	DrainedNode     string
 	DrainDuration   time.Duration
 	MinAPIAvailable int
+	// UnusedLaunches counts the scale-out's launches no pod needed, once
+	// every pod ran: NodeClaims without a node (still launching) plus
+	// nodes that run none of the pods.
+	UnusedLaunches int
 	// After the load drops: the nodes and price consolidation settled on.
 	ConsolidatedNodes     int
 	ConsolidatedCost      float64
@@ -260,9 +264,24 @@ func (s *story) provision(ctx context.Context) error {
 		launched = fmt.Sprintf(" %d EC2 instances (CreateFleet), booted as", len(fresh))
 	}
 	fmt.Fprintf(s.out, "All %d pods Running %s after the workloads were created. Dovetail launched%s:\n\n", total, s.since(began), launched)
-	var err2 error
-	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour, err2 = s.printNodes(ctx)
-	return err2
+	f, err := s.printNodes(ctx)
+	if err != nil {
+		return err
+	}
+	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour = f.nodes, f.spot, f.cost
+	// Every NodeClaim of the scale-out, registered or not: one beyond the
+	// nodes, or a node without pods, is a launch no pod needed.
+	p, err := s.progress(ctx)
+	if err != nil {
+		return err
+	}
+	s.summary.UnusedLaunches = max(p.claims-f.nodes, 0) + f.empty
+	if s.summary.UnusedLaunches == 0 {
+		fmt.Fprintf(s.out, "\nEach of the %d NodeClaims became a node that runs pods.\n", p.claims)
+	} else {
+		fmt.Fprintf(s.out, "\n%d NodeClaims for %d nodes, %d of the nodes running none of the pods.\n", p.claims, f.nodes, f.empty)
+	}
+	return nil
 }
 
 // progress counts the demo's pods, the NodeClaims and the ready nodes.
@@ -324,16 +343,24 @@ func (s *story) listNodes(ctx context.Context) (nodes, spot int, cost float64, e
 	return len(list), spot, cost, nil
 }
 
+// fleet is what printNodes counted: the nodes, the spot ones among them,
+// the nodes that run none of the demo's pods, and the nodes' price.
+type fleet struct {
+	nodes, spot, empty int
+	cost               float64
+}
+
 // printNodes shows each node with its type, zone, capacity type, price and
-// pods, and returns the count of nodes and spot nodes and their price.
-func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, err error) {
+// pods, and returns what it counted.
+func (s *story) printNodes(ctx context.Context) (fleet, error) {
+	var f fleet
 	nodes, err := s.nodes(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	pods := &corev1.PodList{}
 	if err := s.cluster.Client.List(ctx, pods, client.InNamespace(Namespace)); err != nil {
-		return 0, 0, 0, err
+		return f, err
 	}
 	perNode := map[string]map[string]int{}
 	for _, pod := range pods.Items {
@@ -347,7 +374,7 @@ func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, 
 	ec2Header, ec2Blank := "", ""
 	if s.ec2 != nil {
 		if instances, err = s.instanceColumns(ctx); err != nil {
-			return 0, 0, 0, err
+			return f, err
 		}
 		ec2Header, ec2Blank = "INSTANCE\tAMI\t", "\t\t"
 	}
@@ -355,9 +382,12 @@ func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, 
 	fmt.Fprintf(w, "  NODE\t%sTYPE\tZONE\tCAPACITY\t$/H\tPODS\n", ec2Header)
 	for _, n := range nodes {
 		price := s.prices.OfLabels(n.Labels)
-		cost += price
+		f.cost += price
 		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
-			spot++
+			f.spot++
+		}
+		if len(perNode[n.Name]) == 0 {
+			f.empty++
 		}
 		ec2Cols := ""
 		if s.ec2 != nil {
@@ -370,8 +400,9 @@ func (s *story) printNodes(ctx context.Context) (count, spot int, cost float64, 
 		fmt.Fprintf(w, "  %s\t%s%s\t%s\t%s\t%.4f\t%s\n", n.Name, ec2Cols, n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone],
 			n.Labels[v1.CapacityTypeLabelKey], price, podSummary(perNode[n.Name]))
 	}
-	fmt.Fprintf(w, "  total\t%s\t\t\t%.4f\t%d pods on %d nodes\n", ec2Blank, cost, len(pods.Items), len(nodes))
-	return len(nodes), spot, cost, w.Flush()
+	fmt.Fprintf(w, "  total\t%s\t\t\t%.4f\t%d pods on %d nodes\n", ec2Blank, f.cost, len(pods.Items), len(nodes))
+	f.nodes = len(nodes)
+	return f, w.Flush()
 }
 
 func podSummary(apps map[string]int) string {

@@ -86,7 +86,8 @@ func (s *story) drain(ctx context.Context) error {
 		s.since(began), minimum)
 	fmt.Fprintln(s.out, "Nodes now:")
 	fmt.Fprintln(s.out)
-	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour, err = s.printNodes(ctx)
+	f, err := s.printNodes(ctx)
+	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour = f.nodes, f.spot, f.cost
 	return err
 }
 
