@@ -101,6 +101,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.Disruption.ReplacementTimeout = o.DisruptionReplacementTimeout
 	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
 	opts.NodeRepair = gates.NodeRepair
+	opts.DisableNodeOverlay = !gates.NodeOverlay
 	opts.Disruption.NominationWindow = opts.Provisioning.NominationWindow()
 	opts.Disruption.Simulator = opts.Provisioning.Simulator
 	opts.DryRun = o.DryRun

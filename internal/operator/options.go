@@ -127,7 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", "dovetail", "Service in front of the webhook server [WEBHOOK_SERVICE_NAME]")
 	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true) [FEATURE_GATES]")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "shadow mode: compute every provisioning and disruption decision and publish it as events, dovetail_shadow_* metrics and logs, "+
@@ -247,11 +247,16 @@ type FeatureGates struct {
 	// cloud provider's repair policies tolerate. On by default in Dovetail
 	// (Karpenter's default is off); NodeRepair=false turns it off.
 	NodeRepair bool
+	// NodeOverlay applies the cluster's NodeOverlays (karpenter.sh/v1alpha1)
+	// to the instance types scheduling, consolidation and launches see. On
+	// by default in Dovetail (Karpenter's default is off); NodeOverlay=false
+	// turns it off.
+	NodeOverlay bool
 }
 
 // DefaultFeatureGates are the gates when --feature-gates does not name them.
 func DefaultFeatureGates() FeatureGates {
-	return FeatureGates{NodeRepair: true}
+	return FeatureGates{NodeRepair: true, NodeOverlay: true}
 }
 
 // Gates parses --feature-gates over DefaultFeatureGates.
@@ -270,8 +275,10 @@ func (o *Options) Gates() (FeatureGates, error) {
 			g.SpotToSpotConsolidation = value == "true"
 		case "NodeRepair":
 			g.NodeRepair = value == "true"
+		case "NodeOverlay":
+			g.NodeOverlay = value == "true"
 		default:
-			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair)", name)
+			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair, NodeOverlay)", name)
 		}
 	}
 	return g, nil

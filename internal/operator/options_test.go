@@ -153,3 +153,33 @@ func TestDryRunFromFlagOrEnvironment(t *testing.T) {
 		t.Errorf("DRY_RUN=maybe: %v, want an error naming the variable", err)
 	}
 }
+
+// TestNodeOverlayGate: NodeOverlay is on unless --feature-gates turns it
+// off, and Karpenter's spelling NodeOverlay=true is accepted.
+func TestNodeOverlayGate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		"default":           {want: true},
+		"flag turns it off": {args: []string{"--feature-gates=NodeOverlay=false"}, want: false},
+		"as Karpenter sets it": {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"},
+			want: true},
+	} {
+		o, err := parse(t, tc.args, tc.env)
+		if err != nil {
+			t.Fatalf("%s: parse: %v", name, err)
+		}
+		g, err := o.Gates()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if g.NodeOverlay != tc.want {
+			t.Errorf("%s: NodeOverlay = %v, want %v", name, g.NodeOverlay, tc.want)
+		}
+	}
+	if _, err := parse(t, []string{"--feature-gates=NodeOverlay=maybe"}, nil); err == nil || !strings.Contains(err.Error(), "feature-gates") {
+		t.Errorf("NodeOverlay=maybe: %v, want an error naming --feature-gates", err)
+	}
+}
