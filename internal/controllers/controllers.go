@@ -85,7 +85,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	opts.Disruption.DryRun = opts.Disruption.DryRun || opts.DryRun
 	rawProvider := d.CloudProvider
 	if !opts.DisableNodeOverlay {
-		d.CloudProvider = overlay.Decorate(rawProvider, d.KubeClient)
+		d.CloudProvider = overlay.Decorate(rawProvider, d.KubeClient, d.Clock)
 	}
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
 	disruptionLoop, disruptionQueue := disrupter.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,15 +25,25 @@ import (
 type CloudProvider struct {
 	cloudprovider.CloudProvider
 	reader client.Reader
+	clock  clock.PassiveClock
+
+	mu sync.Mutex
+	// absentUntil: the NodeOverlay CRD was found not installed; it is not
+	// looked up again (each look-up may cost a discovery request) before.
+	absentUntil time.Time
 }
+
+// absentRecheck is how long a missing NodeOverlay CRD is taken as missing.
+const absentRecheck = time.Minute
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // Decorate returns inner with NodeOverlays, read through reader (normally
 // the manager's cached client), applied to its instance types and
-// launches. A nil reader reads no overlays.
-func Decorate(inner cloudprovider.CloudProvider, reader client.Reader) *CloudProvider {
-	return &CloudProvider{CloudProvider: inner, reader: reader}
+// launches. A nil reader reads no overlays. Without the NodeOverlay CRD
+// there are none; clk paces the checks for it.
+func Decorate(inner cloudprovider.CloudProvider, reader client.Reader, clk clock.PassiveClock) *CloudProvider {
+	return &CloudProvider{CloudProvider: inner, reader: reader, clock: clk}
 }
 
 // Unwrap returns the decorated provider, whose instance types carry no overlay.
@@ -151,9 +164,19 @@ func (c *CloudProvider) overlays(ctx context.Context) ([]Overlay, error) {
 	if c.reader == nil {
 		return nil, nil
 	}
+	c.mu.Lock()
+	absent := c.clock.Now().Before(c.absentUntil)
+	c.mu.Unlock()
+	if absent {
+		return nil, nil
+	}
 	list := &v1alpha1.NodeOverlayList{}
 	if err := c.reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			c.absentUntil = c.clock.Now().Add(absentRecheck)
+			c.mu.Unlock()
+			log.FromContext(ctx).V(1).Info("The NodeOverlay CRD is not installed; no overlays apply", "recheckAfter", absentRecheck.String())
 			return nil, nil
 		}
 		return nil, fmt.Errorf("listing nodeoverlays: %w", err)

@@ -199,7 +199,17 @@ func (c *Controller) setConditions(ctx context.Context, no *v1alpha1.NodeOverlay
 // template labels select instance types) and the provider's NodeClass
 // kinds (they decide the instance types); every event evaluates all
 // overlays.
-func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
+func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
+	// Without the NodeOverlay CRD (Karpenter's CRDs before v1.7) there is
+	// nothing to watch, and a watch on a missing kind would stop the manager.
+	gvk := v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			log.FromContext(ctx).Info("Not starting the nodeoverlay controller: the NodeOverlay CRD is not installed", "kind", gvk.String())
+			return nil
+		}
+		return fmt.Errorf("looking up the NodeOverlay kind: %w", err)
+	}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{key}
 	})

@@ -64,7 +64,7 @@ func newHarness(t *testing.T) *harness {
 				return err
 			}
 		}
-		h.provider = overlay.Decorate(raw, mgr.GetClient())
+		h.provider = overlay.Decorate(raw, mgr.GetClient(), clock.RealClock{})
 		recorder := events.NewRecorder(mgr.GetEventRecorderFor("dovetail-test"), clock.RealClock{}) //nolint:staticcheck // the operator's core/v1 recorder
 		h.provisioner = provisioning.NewProvisioner(clock.RealClock{}, mgr.GetClient(), cluster, h.provider, recorder, m,
 			provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second})
