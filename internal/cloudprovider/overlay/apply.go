@@ -51,8 +51,8 @@ func Evaluate(pools []Pool, overlays []Overlay) Evaluation {
 	ordered := slices.Clone(overlays)
 	Sort(ordered)
 	out := Evaluation{Conflicts: map[string]Conflict{}}
-	// Who set what first, among the applied overlays: by pool, type and
-	// offering index, and by pool, type and resource.
+	// The applied overlay that last claimed each slot: by pool, type and
+	// offering, and by pool, type and resource.
 	type setter struct {
 		name   string
 		weight int32
