@@ -47,8 +47,12 @@ type Controller interface {
 
 // Dependencies are what the controllers share.
 type Dependencies struct {
-	Clock         clock.WithTicker
-	KubeClient    client.Client
+	Clock      clock.WithTicker
+	KubeClient client.Client
+	// APIReader reads from the API server without the cache (the
+	// manager's APIReader), where a cached read can be too old; nil reads
+	// through KubeClient.
+	APIReader     client.Reader
 	Cluster       *state.Cluster
 	CloudProvider cloudprovider.CloudProvider
 	Recorder      events.Recorder
@@ -113,7 +117,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
 	nominator := handoff.NewController(d.KubeClient, d.Cluster)
 	return append(append(out, readOnly...),
-		lifecycle.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics, nominator, opts.Lifecycle),
+		lifecycle.NewController(d.Clock, d.KubeClient, d.APIReader, d.CloudProvider, d.Recorder, d.Metrics, nominator, opts.Lifecycle),
 		nominator,
 		garbagecollection.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Metrics, opts.GarbageCollection),
 		evictions,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,5 +300,114 @@ func TestClaimDeletedForInsufficientCapacityIsNotLaunchedFromAStaleCopy(t *testi
 	defer h.provider.Unlock()
 	if n := len(h.provider.CreateCalls); n != 1 {
 		t.Fatalf("Create called %d times, want once: the stale copy of a deleted claim was launched", n)
+	}
+}
+
+// TestRegistrationIsCountedOnce: a pass whose status write conflicts (here
+// a second pass from the same, older copy of the claim, as a lagging cache
+// hands it) runs registration again, and must not count or log it again:
+// in a busy scale-out each claim was counted three or four times in
+// karpenter_nodeclaims_registered_total and karpenter_nodes_created_total.
+func TestRegistrationIsCountedOnce(t *testing.T) {
+	var mu sync.Mutex
+	registeredLogs := 0
+	logger := funcr.New(func(_, args string) {
+		if strings.Contains(args, `"msg"="Registered NodeClaim"`) {
+			mu.Lock()
+			registeredLogs++
+			mu.Unlock()
+		}
+	}, funcr.Options{})
+	ctx := log.IntoContext(context.Background(), logger)
+	h := newHarness(t)
+	nc := newClaim(t, "lifecycle-registered-once")
+	launched, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, launched, "lifecycle-registered-once-node")
+	h.seen(t, node)
+	for i, read := range []*v1.NodeClaim{launched.DeepCopy(), launched.DeepCopy()} {
+		if _, err := h.controller.Reconcile(ctx, read); err != nil {
+			t.Fatalf("reconcile %d: %v", i, err)
+		}
+	}
+	got := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(got, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Registered = %+v, want True", c)
+	}
+	registered := testutil.ToFloat64(h.metrics.NodeClaimsRegistered.WithLabelValues("default"))
+	created := testutil.ToFloat64(h.metrics.NodesCreated.WithLabelValues("default"))
+	mu.Lock()
+	defer mu.Unlock()
+	if registered != 1 || created != 1 || registeredLogs != 1 {
+		t.Errorf("registration counted %v times (nodes created %v) and logged %d times, want once each", registered, created, registeredLogs)
+	}
+}
+
+// TestRegistrationReadsAStaleNodeAgain: when the cached Node is older than
+// the API server's (the node-lifecycle controller removed its not-ready
+// taint, ahead of the unregistered one, after the cache's copy), the
+// registration patch's removal by index is refused; registration reads the
+// Node from the API server and succeeds in the same pass instead of failing
+// and backing off while the node's pods wait.
+func TestRegistrationReadsAStaleNodeAgain(t *testing.T) {
+	ctx := context.Background()
+	var stale *corev1.Node
+	h := newHarnessWithClient(t, func(c client.Client) client.Client {
+		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if nodes, ok := list.(*corev1.NodeList); ok && stale != nil {
+					nodes.Items = []corev1.Node{*stale.DeepCopy()}
+					return nil
+				}
+				return c.List(ctx, list, opts...)
+			},
+		})
+	})
+	nc := newClaim(t, "lifecycle-stale-node")
+	launched, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, launched, "lifecycle-stale-node-node")
+	// The API server added not-ready at creation; put it first, where the
+	// kubelet's own list puts it.
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	others := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	node.Spec.Taints = append([]corev1.Taint{notReady}, others...)
+	if err := testEnv.Client.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	stale = node.DeepCopy()
+	// The node-lifecycle controller removes not-ready; the cache still
+	// shows it.
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if err := testEnv.Client.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := h.reconcile(t, launched)
+	if err != nil {
+		t.Fatalf("registration from a stale Node failed: %v", err)
+	}
+	if c := condition(got, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Registered = %+v, want True in the same pass", c)
+	}
+	stored := &corev1.Node{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), stored); err != nil {
+		t.Fatal(err)
+	}
+	has := func(key string) bool {
+		return slices.ContainsFunc(stored.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+	}
+	if has(v1.UnregisteredTaintKey) || has(corev1.TaintNodeNotReady) || !has("dedicated") || !has("example.com/cni-not-ready") {
+		t.Errorf("node taints %v: want the claim's and the startup taint, and neither unregistered nor not-ready", stored.Spec.Taints)
+	}
+	if stored.Labels[v1.NodeRegisteredLabelKey] != "true" {
+		t.Errorf("node labels %v lack %s", stored.Labels, v1.NodeRegisteredLabelKey)
 	}
 }

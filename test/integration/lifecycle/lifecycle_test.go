@@ -35,6 +35,7 @@ type harness struct {
 	provider   *fake.CloudProvider
 	controller *lifecycle.Controller
 	recorder   *record.FakeRecorder
+	metrics    *metrics.Metrics
 }
 
 func newHarness(t *testing.T) *harness {
@@ -84,8 +85,8 @@ func newHarnessWithNominator(t *testing.T, wrap func(client.Client) client.Clien
 	if wrap != nil {
 		controllerClient = wrap(cached)
 	}
-	return &harness{cache: cached, clock: clk, provider: cp, recorder: rec,
-		controller: lifecycle.NewController(clk, controllerClient, cp, events.NewRecorder(rec, clk), m, nominator, lifecycle.DefaultOptions())}
+	return &harness{cache: cached, clock: clk, provider: cp, recorder: rec, metrics: m,
+		controller: lifecycle.NewController(clk, controllerClient, testEnv.Client, cp, events.NewRecorder(rec, clk), m, nominator, lifecycle.DefaultOptions())}
 }
 
 // seen waits until the controller's cache holds obj at least as new as stored.

@@ -10,12 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -41,8 +43,12 @@ func DefaultOptions() Options {
 
 // Controller reconciles the lifecycle of NodeClaims.
 type Controller struct {
-	clock         clock.Clock
-	kubeClient    client.Client
+	clock      clock.Clock
+	kubeClient client.Client
+	// apiReader reads from the API server, not the cache: registration
+	// reads the Node again through it when a patch built from the cached
+	// Node was refused because the Node had changed.
+	apiReader     client.Reader
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.Recorder
 	metrics       *metrics.Metrics
@@ -59,10 +65,14 @@ type Nominator interface {
 	NominatePlanned(ctx context.Context, node *corev1.Node, claim string)
 }
 
-// NewController returns a lifecycle controller. nominator may be nil: then
-// registration nominates no pods.
-func NewController(clk clock.Clock, kubeClient client.Client, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, nominator Nominator, opts Options) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cp, recorder: recorder, metrics: m, nominator: nominator, opts: opts,
+// NewController returns a lifecycle controller. apiReader reads from the
+// API server without the cache (the manager's APIReader); nil reads through
+// kubeClient. nominator may be nil: then registration nominates no pods.
+func NewController(clk clock.Clock, kubeClient client.Client, apiReader client.Reader, cp cloudprovider.CloudProvider, recorder events.Recorder, m *metrics.Metrics, nominator Nominator, opts Options) *Controller {
+	if apiReader == nil {
+		apiReader = kubeClient
+	}
+	return &Controller{clock: clk, kubeClient: kubeClient, apiReader: apiReader, cloudProvider: cp, recorder: recorder, metrics: m, nominator: nominator, opts: opts,
 		launches: newLaunchCache(clk)}
 }
 
@@ -112,13 +122,35 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	//    on the newer claim: that change (the watch delivers it) is another
 	//    controller's, and writing over it would erase it.
 	conflicted, err := c.persist(ctx, stored, nc)
-	if err != nil {
+	switch {
+	case err != nil:
 		errs = append(errs, err)
-	}
-	if conflicted {
+	case conflicted:
 		results = append(results, reconcile.Result{RequeueAfter: conflictRequeueDelay})
+	default:
+		c.reportTransitions(ctx, stored, nc)
 	}
 	return minResult(results), errors.Join(errs...)
+}
+
+// reportTransitions logs and counts the steps this pass recorded (the
+// claim Registered, Initialized), once the status that records them is
+// written: a pass whose write conflicted runs again on the newer claim,
+// which does not show the step yet, and would otherwise count it twice
+// (three or four times per claim in a busy scale-out).
+func (c *Controller) reportTransitions(ctx context.Context, stored, nc *v1.NodeClaim) {
+	pool := nc.Labels[v1.NodePoolLabelKey]
+	became := func(condition string) bool { return !isTrue(stored, condition) && isTrue(nc, condition) }
+	if became(v1.ConditionTypeRegistered) {
+		c.metrics.NodeClaimsRegistered.WithLabelValues(pool).Inc()
+		c.metrics.NodesCreated.WithLabelValues(pool).Inc()
+		log.FromContext(ctx).Info("Registered NodeClaim", "NodeClaim", klog.KObj(nc), "Node", klog.KRef("", nc.Status.NodeName))
+	}
+	if became(v1.ConditionTypeInitialized) {
+		c.metrics.NodeClaimsInitialized.WithLabelValues(pool).Inc()
+		log.FromContext(ctx).Info("Initialized NodeClaim", "NodeClaim", klog.KObj(nc), "Node", klog.KRef("", nc.Status.NodeName),
+			"sinceCreation", c.clock.Since(nc.CreationTimestamp.Time).Round(100*time.Millisecond).String())
+	}
 }
 
 // conflictRequeueDelay is how soon a claim whose write conflicted is

@@ -7,9 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -72,10 +70,8 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 			return reconcile.Result{}, false, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
 		}
 	}
+	// Logged and counted once the status is written (reportTransitions).
 	setCondition(nc, now, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
-	c.metrics.NodeClaimsInitialized.WithLabelValues(nc.Labels[v1.NodePoolLabelKey]).Inc()
-	log.FromContext(ctx).Info("Initialized NodeClaim", "NodeClaim", klog.KObj(nc), "Node", klog.KObj(node),
-		"sinceCreation", now.Sub(nc.CreationTimestamp.Time).Round(100_000_000).String())
 	return reconcile.Result{}, false, nil
 }
 

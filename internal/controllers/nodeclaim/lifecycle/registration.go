@@ -7,11 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -52,25 +51,47 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		c.nominator.NominatePlanned(ctx, node, nc.Name)
 	}
 	syncNode(node, nc, firstRegistration)
-	// The patch names only what registration changes and applies on top of
-	// the kubelet's (or kwok's) concurrent writes: see registrationPatch.
-	if !equality.Semantic.DeepEqual(stored, node) {
-		patch, err := registrationPatch(stored, node)
-		if err != nil {
+	if err := c.patchRegistration(ctx, stored, node); err != nil {
+		if !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
 			return reconcile.Result{}, false, err
 		}
-		if err := c.kubeClient.Patch(ctx, node, patch); err != nil {
-			return reconcile.Result{}, false, fmt.Errorf("registering node %s: %w", node.Name, err)
+		// The cached Node was behind the API server's (the node-lifecycle
+		// controller removed its not-ready taint, or this claim's earlier
+		// pass registered it and the claim's write has not arrived), so a
+		// removal by index no longer held: read the Node itself and try once
+		// more, rather than fail and back off while its pods wait.
+		live := &corev1.Node{}
+		if err := c.apiReader.Get(ctx, client.ObjectKeyFromObject(node), live); err != nil {
+			return reconcile.Result{}, false, fmt.Errorf("reading node %s again: %w", node.Name, err)
+		}
+		stored, node = live.DeepCopy(), live
+		syncNode(node, nc, node.Labels[v1.NodeRegisteredLabelKey] != "true")
+		if err := c.patchRegistration(ctx, stored, node); err != nil {
+			return reconcile.Result{}, false, err
 		}
 	}
-	// 3. The claim is registered.
+	// 3. The claim is registered (logged and counted once the status is
+	// written: reportTransitions).
 	nc.Status.NodeName = node.Name
 	setCondition(nc, now, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
-	pool := nc.Labels[v1.NodePoolLabelKey]
-	c.metrics.NodeClaimsRegistered.WithLabelValues(pool).Inc()
-	c.metrics.NodesCreated.WithLabelValues(pool).Inc()
-	log.FromContext(ctx).Info("Registered NodeClaim", "NodeClaim", klog.KObj(nc), "Node", klog.KObj(node))
 	return reconcile.Result{}, false, nil
+}
+
+// patchRegistration writes what registration changed on the Node. The
+// patch names only those changes and applies on top of the kubelet's (or
+// kwok's) concurrent writes: see registrationPatch.
+func (c *Controller) patchRegistration(ctx context.Context, stored, node *corev1.Node) error {
+	if equality.Semantic.DeepEqual(stored, node) {
+		return nil
+	}
+	patch, err := registrationPatch(stored, node)
+	if err != nil {
+		return err
+	}
+	if err := c.kubeClient.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	}
+	return nil
 }
 
 // syncNode copies the claim's labels, annotations, taints, owner reference and
