@@ -229,14 +229,18 @@ func TestOptionalObjectsRender(t *testing.T) {
 	if k, _ := render("--set", "dashboards.enabled=true"); k["ConfigMap"] != 2 {
 		t.Errorf("want 2 dashboard ConfigMaps: %v", k)
 	}
-	for value, want := range map[string]string{"": "SpotToSpotConsolidation=false,NodeRepair=true", "false": "SpotToSpotConsolidation=false,NodeRepair=false"} {
+	for set, want := range map[string]string{
+		"":                                       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true",
+		"settings.featureGates.nodeRepair=false": "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=true",
+		"settings.featureGates.nodeOverlay=false": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false",
+	} {
 		args := []string{}
-		if value != "" {
-			args = []string{"--set", "settings.featureGates.nodeRepair=" + value}
+		if set != "" {
+			args = []string{"--set", set}
 		}
 		_, objs := render(args...)
 		if got := deploymentEnv(t, objs, "FEATURE_GATES"); got != want {
-			t.Errorf("nodeRepair=%q: FEATURE_GATES %q, want %q", value, got, want)
+			t.Errorf("--set %q: FEATURE_GATES %q, want %q", set, got, want)
 		}
 	}
 	const arn = "arn:aws:iam::111122223333:role/DovetailController-c1"
