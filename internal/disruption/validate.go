@@ -36,7 +36,8 @@ func IsValidationError(err error) bool {
 // Validate re-checks a command on a later view of the cluster (Karpenter's
 // validation after the command validation delay): every candidate must
 // still pass the guards and still qualify for the method, the budgets must
-// still allow it, and a fresh simulation must reach the same decision. It
+// still allow it, a fresh simulation must reach the same decision, and a
+// Balanced pool's move must still score at its threshold. It
 // returns the command to carry out, with replacements from the fresh
 // simulation. An emptiness command is trimmed to the candidates that are
 // still empty (and within budget) rather than dropped whole.
@@ -104,6 +105,16 @@ func Validate(cmd *Command, in Input, opts Options) (*Command, error) {
 	}
 	if out.Decision() != cmd.Decision() {
 		return nil, &ValidationError{Kind: ValidationScheduling, Message: fmt.Sprintf("the decision changed from %s to %s", cmd.Decision(), out.Decision())}
+	}
+	// A Balanced pool's move is scored again on the current view: pods
+	// that arrived elsewhere in the pool, nodes that joined it, or a lower
+	// consolidationThreshold can leave it below the threshold now.
+	if !p.scoreCommand(out) {
+		for _, s := range p.scores {
+			if !s.Approved {
+				return nil, &ValidationError{Kind: ValidationScheduling, Message: s.Message()}
+			}
+		}
 	}
 	return out, nil
 }
