@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -183,7 +184,7 @@ func New(ctx context.Context, opts Options, restConfig *rest.Config) (*Operator,
 		return nil, err
 	}
 	if opts.MetricsPort != 0 {
-		if err := mgr.Add(&metricsServer{address: address(opts.MetricsPort), gatherers: prometheus.Gatherers{crmetrics.Registry, registry}}); err != nil {
+		if err := mgr.Add(&metricsServer{address: address(opts.MetricsPort), gatherers: prometheus.Gatherers{crmetrics.Registry, registry}, profiling: opts.EnableProfiling}); err != nil {
 			return nil, fmt.Errorf("adding metrics server: %w", err)
 		}
 	}
@@ -245,13 +246,13 @@ func (o *Operator) Start(ctx context.Context) error {
 type metricsServer struct {
 	address   string
 	gatherers prometheus.Gatherers
+	// profiling adds Go's pprof handlers under /debug/pprof/.
+	profiling bool
 }
 
 // Start serves until ctx ends.
 func (s *metricsServer) Start(ctx context.Context) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherers, promhttp.HandlerOpts{}))
-	server := &http.Server{Addr: s.address, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Addr: s.address, Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	listener, err := net.Listen("tcp", s.address)
 	if err != nil {
 		return fmt.Errorf("listening for metrics on %s: %w", s.address, err)
@@ -269,6 +270,20 @@ func (s *metricsServer) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("serving metrics: %w", err)
 	}
+}
+
+// handler serves /metrics and, with profiling, /debug/pprof/.
+func (s *metricsServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherers, promhttp.HandlerOpts{}))
+	if s.profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 // NeedLeaderElection lets every replica serve metrics.

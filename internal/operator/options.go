@@ -34,6 +34,9 @@ type Options struct {
 	MinValuesPolicy         string
 	RegistrationTimeout     time.Duration
 	FeatureGates            string
+	// EnableProfiling serves Go's pprof profiles under /debug/pprof/ on the
+	// metrics port, as Karpenter's ENABLE_PROFILING does.
+	EnableProfiling bool
 	// LogWriter receives the logs; standard error when nil. Not a flag: the
 	// demo sends the controller's logs to a file.
 	LogWriter io.Writer
@@ -102,6 +105,7 @@ func envNames() map[string]string {
 		"disruption-validation-delay":    "DISRUPTION_VALIDATION_DELAY",
 		"disruption-replacement-timeout": "DISRUPTION_REPLACEMENT_TIMEOUT",
 		"dry-run":                        "DRY_RUN",
+		"enable-profiling":               "ENABLE_PROFILING",
 	}
 }
 
@@ -130,6 +134,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
+	fs.BoolVar(&o.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics port (needs --metrics-port) [ENABLE_PROFILING]")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "shadow mode: compute every provisioning and disruption decision and publish it as events, dovetail_shadow_* metrics and logs, "+
 		"but launch, taint, evict and delete nothing and write nothing to NodeClaims, Nodes, NodePools or pods (safe beside another autoscaler) [DRY_RUN]")
 }
@@ -188,6 +193,9 @@ func (o *Options) Validate() error {
 		if port < 0 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d is out of range 0-65535", name, port))
 		}
+	}
+	if o.EnableProfiling && o.MetricsPort == 0 {
+		errs = append(errs, errors.New("--enable-profiling serves on the metrics port, which --metrics-port 0 disables"))
 	}
 	switch o.LogLevel {
 	case "debug", "info", "error":

@@ -53,16 +53,18 @@ func TestOptionsRejectBadInput(t *testing.T) {
 		env     map[string]string
 		wantErr string
 	}{
-		"bad duration flag":        {args: []string{"--batch-max-duration=soon"}, wantErr: `invalid argument "soon" for "--batch-max-duration"`},
-		"bad duration environment": {env: map[string]string{"BATCH_MAX_DURATION": "soon"}, wantErr: `environment variable BATCH_MAX_DURATION="soon"`},
-		"idle longer than max":     {args: []string{"--batch-idle-duration=20s", "--batch-max-duration=10s"}, wantErr: "--batch-idle-duration 20s is longer than --batch-max-duration 10s"},
-		"unknown log level":        {args: []string{"--log-level=loud"}, wantErr: `--log-level "loud" is not one of`},
-		"unknown preference":       {env: map[string]string{"PREFERENCE_POLICY": "Maybe"}, wantErr: `--preference-policy "Maybe"`},
-		"unknown min values":       {args: []string{"--min-values-policy=Lenient"}, wantErr: `--min-values-policy "Lenient"`},
-		"port out of range":        {args: []string{"--metrics-port=70000"}, wantErr: "--metrics-port 70000 is out of range"},
-		"unknown feature gate":     {args: []string{"--feature-gates=Teleport=true"}, wantErr: `unknown gate "Teleport"`},
-		"malformed feature gate":   {args: []string{"--feature-gates=SpotToSpotConsolidation"}, wantErr: "is not Gate=true or Gate=false"},
-		"unknown flag":             {args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
+		"bad duration flag":         {args: []string{"--batch-max-duration=soon"}, wantErr: `invalid argument "soon" for "--batch-max-duration"`},
+		"bad duration environment":  {env: map[string]string{"BATCH_MAX_DURATION": "soon"}, wantErr: `environment variable BATCH_MAX_DURATION="soon"`},
+		"idle longer than max":      {args: []string{"--batch-idle-duration=20s", "--batch-max-duration=10s"}, wantErr: "--batch-idle-duration 20s is longer than --batch-max-duration 10s"},
+		"unknown log level":         {args: []string{"--log-level=loud"}, wantErr: `--log-level "loud" is not one of`},
+		"unknown preference":        {env: map[string]string{"PREFERENCE_POLICY": "Maybe"}, wantErr: `--preference-policy "Maybe"`},
+		"unknown min values":        {args: []string{"--min-values-policy=Lenient"}, wantErr: `--min-values-policy "Lenient"`},
+		"port out of range":         {args: []string{"--metrics-port=70000"}, wantErr: "--metrics-port 70000 is out of range"},
+		"unknown feature gate":      {args: []string{"--feature-gates=Teleport=true"}, wantErr: `unknown gate "Teleport"`},
+		"malformed feature gate":    {args: []string{"--feature-gates=SpotToSpotConsolidation"}, wantErr: "is not Gate=true or Gate=false"},
+		"unknown flag":              {args: []string{"--bogus"}, wantErr: "unknown flag: --bogus"},
+		"profiling without metrics": {args: []string{"--enable-profiling", "--metrics-port=0"}, wantErr: "--enable-profiling serves on the metrics port"},
+		"bad profiling environment": {env: map[string]string{"ENABLE_PROFILING": "maybe"}, wantErr: `environment variable ENABLE_PROFILING="maybe"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
