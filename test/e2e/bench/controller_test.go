@@ -15,15 +15,21 @@ import (
 
 // startController runs the controller against the cluster with production
 // defaults (batch windows 1 s / 10 s, JSON logs) but no leader election or
-// ports. DOVETAIL_BENCH_LOG keeps its log at that path for analysis.
+// ports. DOVETAIL_BENCH_LOG keeps its log at that path for analysis, and
+// DOVETAIL_BENCH_PPROF_PORT serves /metrics and Go's profiles
+// (/debug/pprof/) on that port.
 func startController(b *testing.B, bin string, cluster *localcluster.Cluster, dir string) *controllerprocess.Process {
 	b.Helper()
 	logPath := filepath.Join(dir, "dovetail.log")
 	if keep := os.Getenv("DOVETAIL_BENCH_LOG"); keep != "" {
 		logPath = keep
 	}
+	metrics := []string{"--metrics-port=0"}
+	if port := os.Getenv("DOVETAIL_BENCH_PPROF_PORT"); port != "" {
+		metrics = []string{"--metrics-port=" + port, "--enable-profiling"}
+	}
 	return controllerprocess.Start(b, bin, cluster.ControlPlane.KubeconfigPath, logPath,
-		"--leader-elect=false", "--metrics-port=0", "--health-probe-port=0")
+		append([]string{"--leader-elect=false", "--health-probe-port=0"}, metrics...)...)
 }
 
 // startCluster starts the local control plane with the default NodePool.
