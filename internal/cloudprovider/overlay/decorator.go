@@ -184,11 +184,7 @@ func (c *CloudProvider) overlays(ctx context.Context) ([]Overlay, error) {
 	out := make([]Overlay, 0, len(list.Items))
 	for i := range list.Items {
 		no := &list.Items[i]
-		if no.DeletionTimestamp != nil {
-			continue
-		}
-		if cond := meta.FindStatusCondition(no.Status.Conditions, v1alpha1.ConditionTypeValidationSucceeded); cond != nil &&
-			cond.Status == metav1.ConditionFalse && cond.ObservedGeneration == no.Generation {
+		if Skipped(no) {
 			continue
 		}
 		o, err := Parse(no)
@@ -200,4 +196,17 @@ func (c *CloudProvider) overlays(ctx context.Context) ([]Overlay, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// Skipped reports whether a NodeOverlay is left out before it is parsed:
+// it is being deleted, or the nodeoverlay controller marked it
+// ValidationSucceeded=False for its current generation. The decorator and
+// the transparency commands (dovetail simulate and explain) both skip such
+// overlays, so that they agree on what applies.
+func Skipped(no *v1alpha1.NodeOverlay) bool {
+	if no.DeletionTimestamp != nil {
+		return true
+	}
+	cond := meta.FindStatusCondition(no.Status.Conditions, v1alpha1.ConditionTypeValidationSucceeded)
+	return cond != nil && cond.Status == metav1.ConditionFalse && cond.ObservedGeneration == no.Generation
 }
