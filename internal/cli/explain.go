@@ -53,7 +53,9 @@ func NewExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 Messages that the controllers also publish as events (FailedScheduling,
 DisruptionBlocked, Unconsolidatable) use the same words, so that the CLI and
 "kubectl describe" agree. Instance types and prices come from the embedded EC2
-catalog, whatever the NodeClass kind. Nothing is written to the cluster.`,
+catalog, whatever the NodeClass kind, with the cluster's NodeOverlays applied
+to each NodePool's as the controllers apply them. Nothing is written to the
+cluster.`,
 		Example: `  dovetail explain pod web-7d9f -n shop
   dovetail explain node ip-10-0-1-7.ec2.internal
   dovetail explain nodepool default -o yaml`,

@@ -66,8 +66,8 @@ why, the budgets, and the hourly price before and after. Nothing is written
 to the cluster.
 
 Changes: -f adds or replaces objects as kubectl apply would (NodePools,
-NodeClasses, pods; a Deployment, StatefulSet or ReplicaSet becomes its
-replicas as pending pods), --remove-node takes a node away (its pods become
+NodeClasses, NodeOverlays, pods; a Deployment, StatefulSet or ReplicaSet
+becomes its replicas as pending pods), --remove-node takes a node away (its pods become
 pending) and --scale sets a Deployment's replicas.
 
 --against-live compares instead the cluster as it runs now (its nodes, by
@@ -81,13 +81,19 @@ its decisions as they happen.
 The code is the controllers' own: the cluster-state model, the scheduling
 simulator and the disruption decision. Instance types and prices come from
 the embedded EC2 catalog (us-east-1, AL2023) for every NodeClass kind, so the
-AWS provider's subnet, AMI and reservation filtering is not modelled.`,
+AWS provider's subnet, AMI and reservation filtering is not modelled. The
+cluster's NodeOverlays (karpenter.sh/v1alpha1) are applied to each NodePool's
+instance types as the controllers apply them, skipping those whose status says
+ValidationSucceeded=False; a price one set is marked * in the tables.`,
 		Example: `  # What would Dovetail do on the current cluster?
   dovetail simulate
 
   # Rehearse a higher-weight spot NodePool and 30 more replicas, offline
   dovetail snapshot > cluster.yaml
   dovetail simulate --snapshot cluster.yaml -f spot-nodepool.yaml --scale deployment/shop/web=40
+
+  # Rehearse a NodeOverlay (a negotiated discount) before applying it
+  dovetail simulate -f discount-overlay.yaml
 
   # What if these two nodes went away? As JSON, for a script
   dovetail simulate --remove-node ip-10-0-1-7 --remove-node ip-10-0-2-9 -o json

@@ -25,6 +25,12 @@ import (
 type LiveComparison struct {
 	// Note says where the instance types and prices come from.
 	Note string `json:"note"`
+	// Overlays are the NodeOverlays of Dovetail's side (the cluster's and
+	// those given with -f), where they apply and why not. The live nodes
+	// are priced with the cluster's own NodeOverlays, as their NodePool is
+	// offered them (a node of no NodePool as by a NodePool without name or
+	// labels).
+	Overlays []whatif.OverlayUse `json:"overlays,omitempty"`
 	// Live is the cluster's nodes now (control-plane nodes left out).
 	Live Fleet `json:"live"`
 	// Dovetail is the fresh plan's NodeClaims.
@@ -85,10 +91,7 @@ func CompareWithLive(objs *whatif.Objects, manifests *whatif.Objects, now time.T
 	if err != nil {
 		return nil, err
 	}
-	byName := make(map[string]*cloudprovider.InstanceType, len(types))
-	for _, it := range types {
-		byName[it.Name] = it
-	}
+	overlaid := whatif.OverlayInstanceTypes(objs, types)
 	out := &LiveComparison{Note: whatif.InstanceTypesNote}
 	changes := whatif.Changes{Manifests: manifests}
 	live := map[FleetGroup]*FleetGroup{}
@@ -105,7 +108,7 @@ func CompareWithLive(objs *whatif.Objects, manifests *whatif.Objects, now time.T
 		}
 		g.Nodes++
 		out.Live.Nodes++
-		if price, ok := priceOf(byName[key.InstanceType], n.Labels[corev1.LabelTopologyZone], key.CapacityType); ok {
+		if price, ok := priceOf(overlaid.InstanceType(key.NodePool, key.InstanceType), n.Labels[corev1.LabelTopologyZone], key.CapacityType); ok {
 			g.PricePerHour += price
 			out.Live.PricePerHour += price
 		} else {
@@ -141,7 +144,7 @@ func CompareWithLive(objs *whatif.Objects, manifests *whatif.Objects, now time.T
 		out.Dovetail.PricePerHour += l.Price
 	}
 	out.Dovetail.Groups = sortedGroups(planned)
-	out.Pods, out.Unschedulable = res.PendingPods, res.Unschedulable
+	out.Pods, out.Unschedulable, out.Overlays = res.PendingPods, res.Unschedulable, res.Overlays
 	out.NodesDelta = out.Dovetail.Nodes - out.Live.Nodes
 	out.PriceDeltaPerHour = out.Dovetail.PricePerHour - out.Live.PricePerHour
 	if out.Live.PricePerHour > 0 {
@@ -220,6 +223,9 @@ func WriteLiveComparison(w io.Writer, c *LiveComparison) error {
 		}
 	}
 	p("Note: %s", c.Note)
+	if line := whatif.OverlaysLine(c.Overlays, false); line != "" {
+		p("%s", line)
+	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the comparison: %w", err)
 	}

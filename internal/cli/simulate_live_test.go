@@ -93,6 +93,40 @@ func TestSimulateAgainstLive(t *testing.T) {
 	}
 }
 
+// TestSimulateAgainstLiveWithOverlays: the cluster's NodeOverlays price
+// both sides, as the controllers would; one given with -f only Dovetail's.
+func TestSimulateAgainstLiveWithOverlays(t *testing.T) {
+	discount := loadFixture(t, "discount-overlay.yaml")
+	objs := loadFixture(t, "base.yaml")
+	objs.NodeOverlays = discount.NodeOverlays
+	c, err := CompareWithLive(objs, nil, fixedNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nearly(c.Live.PricePerHour, 3*0.096) {
+		t.Errorf("live fleet = %+v, want 3 m5.xlarge at the overlaid $0.096/h", c.Live)
+	}
+	if len(c.Overlays) != 1 || c.Overlays[0].Name != "m5-discount" {
+		t.Errorf("overlays = %+v, want m5-discount", c.Overlays)
+	}
+	var out strings.Builder
+	if err := WriteLiveComparison(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "NodeOverlays applied: m5-discount (NodePool default).") {
+		t.Errorf("table lacks the overlays:\n%s", out.String())
+	}
+
+	rehearsed, err := CompareWithLive(loadFixture(t, "base.yaml"), discount, fixedNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nearly(rehearsed.Live.PricePerHour, 3*0.192) || len(rehearsed.Overlays) != 1 {
+		t.Errorf("with the overlay from -f: live = %+v, overlays = %+v; want the live nodes at list price, the overlay on Dovetail's side",
+			rehearsed.Live, rehearsed.Overlays)
+	}
+}
+
 func nearly(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
 
 // fixedNow is the moment of the comparisons.

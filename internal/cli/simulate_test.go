@@ -68,6 +68,21 @@ func TestSimulateCommandOutputs(t *testing.T) {
 	}
 }
 
+// TestSimulateCommandRehearsesAnOverlay: -f with a NodeOverlay prices the
+// plan as the controllers would once it is applied.
+func TestSimulateCommandRehearsesAnOverlay(t *testing.T) {
+	out, err := runSimulate(t, "", "--snapshot", filepath.Join(fixtures, "base.yaml"), "-f", filepath.Join(fixtures, "discount-overlay.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NodeOverlays applied: m5-discount (NodePool default)", "default   m5.2xlarge     us-east-1a  on-demand      0.1920*",
+		"Cost: $0.2880/h now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestSimulateCommandBadInput(t *testing.T) {
 	base := filepath.Join(fixtures, "base.yaml")
 	cases := map[string]struct {
@@ -85,6 +100,8 @@ func TestSimulateCommandBadInput(t *testing.T) {
 		"bad scale":        {[]string{"--snapshot", base, "--scale", "deployment/shop/web"}, "want deployment/NAMESPACE/NAME=REPLICAS"},
 		"bad output":       {[]string{"--snapshot", base, "-o", "wide"}, `--output "wide"`},
 		"stdin read twice": {[]string{"--snapshot", "-", "-f", "-"}, "can be read only once"},
+		"malformed NodeOverlay": {[]string{"--snapshot", base, "-f", filepath.Join(fixtures, "bad-overlay.yaml")},
+			"bad-overlay.yaml:22: document 2: field spec.priceAdjustment: cannot set both spec.price and spec.priceAdjustment"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -23,9 +23,9 @@ func NewSnapshotCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "snapshot [--kubeconfig FILE] > cluster.yaml",
 		Short: "Write the objects Dovetail decides on as YAML, for dovetail simulate --snapshot",
 		Long: `Write the Nodes, NodeClaims, NodePools, NodeClasses (EC2NodeClass, KWOKNodeClass),
-pods (not the finished ones), DaemonSets, Deployments, PodDisruptionBudgets,
-PersistentVolumeClaims, PersistentVolumes, StorageClasses and Namespaces of a
-cluster to standard output, as a multi-document YAML stream without managed
+NodeOverlays (when the cluster serves them), pods (not the finished ones),
+DaemonSets, Deployments, PodDisruptionBudgets, PersistentVolumeClaims,
+PersistentVolumes, StorageClasses and Namespaces of a cluster to standard output, as a multi-document YAML stream without managed
 fields. Feed it to "dovetail simulate --snapshot FILE" to rehearse changes
 offline, or attach it to a bug report.`,
 		Args:         cobra.NoArgs,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
@@ -212,6 +213,10 @@ func (o *Objects) merge(x *Objects) {
 			return e.GetKind() == nc.GetKind() && e.GetName() == nc.GetName()
 		})
 		o.NodeClasses = append(o.NodeClasses, nc)
+	}
+	for _, no := range x.NodeOverlays {
+		o.NodeOverlays = slices.DeleteFunc(o.NodeOverlays, func(e *v1alpha1.NodeOverlay) bool { return e.Name == no.Name })
+		o.NodeOverlays = append(o.NodeOverlays, no)
 	}
 	for _, p := range x.Pods {
 		defaultNamespace(&p.ObjectMeta)

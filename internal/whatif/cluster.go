@@ -55,15 +55,19 @@ type model struct {
 	notReady map[string]string
 	// static holds, per static NodePool (spec.replicas), why it launches
 	// nothing for pending pods: only its replica count launches.
-	static  map[string]string
-	types   []*cloudprovider.InstanceType
+	static map[string]string
+	// over holds the instance types each NodePool is offered: the
+	// simulation's, with the cluster's NodeOverlays applied as the
+	// decorator applies them.
+	over    *Overlaid
 	pending []*corev1.Pod
 }
 
 // newModel feeds the objects to a cluster-state model, as the informers
 // do, and derives every NodePool's readiness.
 func newModel(o *Objects, now time.Time, types []*cloudprovider.InstanceType) *model {
-	m := &model{objs: o, now: now, cluster: state.NewCluster(fixedClock{now}), types: types, notReady: map[string]string{}, static: map[string]string{}}
+	m := &model{objs: o, now: now, cluster: state.NewCluster(fixedClock{now}), over: OverlayInstanceTypes(o, types),
+		notReady: map[string]string{}, static: map[string]string{}}
 	for _, n := range o.Nodes {
 		m.cluster.UpdateNode(n)
 	}
@@ -80,7 +84,7 @@ func newModel(o *Objects, now time.Time, types []*cloudprovider.InstanceType) *m
 	var ready []*v1.NodePool
 	for _, np := range o.NodePools {
 		setReadiness(np, o.NodeClasses, now)
-		m.pools = append(m.pools, simulator.NodePool{NodePool: np, InstanceTypes: types})
+		m.pools = append(m.pools, simulator.NodePool{NodePool: np, InstanceTypes: m.over.InstanceTypes(np.Name)})
 		if nodepoolutil.IsReady(np) && np.IsStatic() {
 			m.static[np.Name] = fmt.Sprintf("NodePool is static (spec.replicas %d): it keeps its node count and launches no node for pending pods", *np.Spec.Replicas)
 		} else if nodepoolutil.IsReady(np) {
@@ -93,7 +97,7 @@ func newModel(o *Objects, now time.Time, types []*cloudprovider.InstanceType) *m
 	}
 	nodepoolutil.SortByWeight(ready)
 	for _, np := range ready {
-		m.ready = append(m.ready, simulator.NodePool{NodePool: np, InstanceTypes: types})
+		m.ready = append(m.ready, simulator.NodePool{NodePool: np, InstanceTypes: m.over.InstanceTypes(np.Name)})
 	}
 	m.pending = m.pendingPods()
 	return m
@@ -207,21 +211,28 @@ func (m *model) disruptionInput() disruption.Input {
 	}
 }
 
-// price is the hourly price of the offering a node's labels name, and
-// whether the catalog knows it.
+// price is the hourly price of the offering a node's labels name, as its
+// NodePool is offered it (NodeOverlays applied), and whether the catalog
+// knows it.
 func (m *model) price(labels map[string]string) (float64, bool) {
 	name, zone, ct := labels[corev1.LabelInstanceTypeStable], labels[corev1.LabelTopologyZone], labels[v1.CapacityTypeLabelKey]
-	for _, it := range m.types {
-		if it.Name != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == ct {
-				return o.Price, true
-			}
+	it := m.over.InstanceType(labels[v1.NodePoolLabelKey], name)
+	if it == nil {
+		return 0, false
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == ct {
+			return o.Price, true
 		}
 	}
 	return 0, false
+}
+
+// priceOverlaid reports whether a NodeOverlay set the price of the
+// offering a node's labels name.
+func (m *model) priceOverlaid(labels map[string]string) bool {
+	return m.over.PriceOverlaid(labels[v1.NodePoolLabelKey], labels[corev1.LabelInstanceTypeStable], labels[corev1.LabelTopologyZone],
+		labels[v1.CapacityTypeLabelKey])
 }
 
 // offering is the cheapest available offering of a planned claim's first

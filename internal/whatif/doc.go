@@ -18,5 +18,9 @@
 // Instance types come from the embedded EC2 catalog (the kwok provider's
 // default set) whatever the NodeClass kind, so prices are EC2 on-demand list
 // prices and derived spot prices, and the AWS provider's own filtering
-// (subnets, AMIs, capacity reservations) is not modelled.
+// (subnets, AMIs, capacity reservations) is not modelled. The cluster's
+// NodeOverlays are applied to them per NodePool with the overlay package's
+// own Parse, Evaluate and Apply, skipping the overlays the decorator skips
+// (see OverlayInstanceTypes), so that prices and extended resources are the
+// ones the controllers plan with.
 package whatif

@@ -31,6 +31,9 @@ type Explanation struct {
 	Object string `json:"object"`
 	// Summary is the answer in one sentence.
 	Summary string `json:"summary"`
+	// Overlays are the cluster's NodeOverlays, where they apply and why
+	// not; the prices and resources explained are the overlaid ones.
+	Overlays []OverlayUse `json:"overlays,omitempty"`
 	// Event is the message of the event the controllers publish for this
 	// case, when there is one.
 	Event string `json:"event,omitempty"`
@@ -63,12 +66,14 @@ type PoolVerdict struct {
 
 // TypeChoice is a node's instance type and the options it beat.
 type TypeChoice struct {
-	InstanceType string        `json:"instanceType"`
-	Zone         string        `json:"zone"`
-	CapacityType string        `json:"capacityType"`
-	Price        float64       `json:"pricePerHour"`
-	Reason       string        `json:"reason"`
-	Alternatives []Alternative `json:"alternatives,omitempty"`
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	Price        float64 `json:"pricePerHour"`
+	// PriceOverlaid is set when a NodeOverlay set that price.
+	PriceOverlaid bool          `json:"priceOverlaid,omitempty"`
+	Reason        string        `json:"reason"`
+	Alternatives  []Alternative `json:"alternatives,omitempty"`
 }
 
 // Alternative is an instance-type option of a NodeClaim with its cheapest
@@ -78,7 +83,9 @@ type Alternative struct {
 	Zone         string  `json:"zone,omitempty"`
 	CapacityType string  `json:"capacityType,omitempty"`
 	Price        float64 `json:"pricePerHour"`
-	Available    bool    `json:"available"`
+	// PriceOverlaid is set when a NodeOverlay set that price.
+	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
+	Available     bool `json:"available"`
 }
 
 // DisruptionVerdict says whether a node would be disrupted now and why not.
@@ -111,6 +118,17 @@ func Explain(o *Objects, kind, namespace, name string, opts Options) (*Explanati
 		}
 	}
 	m := newModel(o, opts.Now, types)
+	e, err := m.explain(kind, namespace, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.Overlays = m.over.Uses()
+	return e, nil
+}
+
+// explain dispatches Explain by kind.
+func (m *model) explain(kind, namespace, name string, opts Options) (*Explanation, error) {
+	o := m.objs
 	switch kind {
 	case "pod", "pods", "po":
 		return m.explainPod(namespace, name, opts)
@@ -189,9 +207,10 @@ func (m *model) explainPod(namespace, name string, opts Options) (*Explanation, 
 		alone := simulator.Simulate(m.snapshot([]*corev1.Pod{pod}, []simulator.NodePool{p}), opts.Simulator)
 		switch {
 		case len(alone.NewNodeClaims) > 0:
-			l := launchOf(alone.NewNodeClaims[0])
+			l := m.launchOf(alone.NewNodeClaims[0])
 			v.CanServe = true
-			v.Reason = fmt.Sprintf("would launch %s (%s, %s, $%.4f/h) of %d option(s)", l.InstanceType, l.Zone, l.CapacityType, l.Price, l.Options)
+			v.Reason = fmt.Sprintf("would launch %s (%s, %s, $%.4f/h%s) of %d option(s)", l.InstanceType, l.Zone, l.CapacityType, l.Price,
+				overlaidNote(l.PriceOverlaid), l.Options)
 		case len(alone.Placements) > 0:
 			v.CanServe = true
 			v.Reason = "fits on existing node " + alone.Placements[0].Node
@@ -221,9 +240,9 @@ func (m *model) planFor(pod *corev1.Pod, plan *simulator.Plan) string {
 	}
 	for _, c := range plan.NewNodeClaims {
 		if slices.Contains(c.Pods, pod) {
-			l := launchOf(c)
-			return fmt.Sprintf("Dovetail would launch a NodeClaim of NodePool %s for it: %s (%s, %s, $%.4f/h), with %d pod(s)",
-				c.NodePool, l.InstanceType, l.Zone, l.CapacityType, l.Price, len(c.Pods))
+			l := m.launchOf(c)
+			return fmt.Sprintf("Dovetail would launch a NodeClaim of NodePool %s for it: %s (%s, %s, $%.4f/h%s), with %d pod(s)",
+				c.NodePool, l.InstanceType, l.Zone, l.CapacityType, l.Price, overlaidNote(l.PriceOverlaid), len(c.Pods))
 		}
 	}
 	return "Pod cannot be placed: no existing node and no NodePool can take it (see each NodePool below)"
@@ -304,6 +323,8 @@ func (m *model) explainMachine(e *Explanation, node *corev1.Node, nc *v1.NodeCla
 func (m *model) typeChoice(nc *v1.NodeClaim, labels map[string]string) *TypeChoice {
 	tc := &TypeChoice{InstanceType: labels[corev1.LabelInstanceTypeStable], Zone: labels[corev1.LabelTopologyZone], CapacityType: labels[v1.CapacityTypeLabelKey]}
 	tc.Price, _ = m.price(labels)
+	tc.PriceOverlaid = m.priceOverlaid(labels)
+	pool := labels[v1.NodePoolLabelKey]
 	reqs, err := requirements.FromNodePoolRequirements(nc.Spec.Requirements)
 	if err != nil {
 		tc.Reason = "the NodeClaim's requirements cannot be read: " + err.Error()
@@ -313,12 +334,8 @@ func (m *model) typeChoice(nc *v1.NodeClaim, labels map[string]string) *TypeChoi
 	if r, ok := reqs.Get(corev1.LabelInstanceTypeStable); ok && r.Finite() {
 		names = r.Values()
 	}
-	byName := map[string]*cloudprovider.InstanceType{}
-	for _, it := range m.types {
-		byName[it.Name] = it
-	}
 	for _, name := range names {
-		it := byName[name]
+		it := m.over.InstanceType(pool, name)
 		if it == nil {
 			continue
 		}
@@ -335,7 +352,8 @@ func (m *model) typeChoice(nc *v1.NodeClaim, labels map[string]string) *TypeChoi
 			// The chosen option at the offering it runs on.
 			best, ok = cloudprovider.Offering{Zone: tc.Zone, CapacityType: tc.CapacityType, Price: tc.Price}, true
 		}
-		tc.Alternatives = append(tc.Alternatives, Alternative{InstanceType: name, Zone: best.Zone, CapacityType: best.CapacityType, Price: best.Price, Available: ok})
+		tc.Alternatives = append(tc.Alternatives, Alternative{InstanceType: name, Zone: best.Zone, CapacityType: best.CapacityType, Price: best.Price,
+			PriceOverlaid: ok && m.over.PriceOverlaid(pool, name, best.Zone, best.CapacityType), Available: ok})
 	}
 	slices.SortFunc(tc.Alternatives, func(a, b Alternative) int {
 		return cmp.Or(cmp.Compare(boolRank(a.Available), boolRank(b.Available)), cmp.Compare(a.Price, b.Price), cmp.Compare(a.InstanceType, b.InstanceType))
@@ -350,11 +368,11 @@ func (m *model) typeChoice(nc *v1.NodeClaim, labels map[string]string) *TypeChoi
 	case len(tc.Alternatives) == 0:
 		tc.Reason = fmt.Sprintf("%s is the only instance type the NodeClaim allows that the catalog knows", tc.InstanceType)
 	case cheaper == 0:
-		tc.Reason = fmt.Sprintf("%s in %s (%s) at $%.4f/h is the cheapest offering among the %d instance types that fit the pods it was launched for",
-			tc.InstanceType, tc.Zone, tc.CapacityType, tc.Price, len(tc.Alternatives))
+		tc.Reason = fmt.Sprintf("%s in %s (%s) at $%.4f/h%s is the cheapest offering among the %d instance types that fit the pods it was launched for",
+			tc.InstanceType, tc.Zone, tc.CapacityType, tc.Price, overlaidAside(tc.PriceOverlaid), len(tc.Alternatives))
 	default:
-		tc.Reason = fmt.Sprintf("%s at $%.4f/h was launched although %d of the %d options list a cheaper offering now "+
-			"(an offering unavailable at launch, or the provider's allocation strategy)", tc.InstanceType, tc.Price, cheaper, len(tc.Alternatives))
+		tc.Reason = fmt.Sprintf("%s at $%.4f/h%s was launched although %d of the %d options list a cheaper offering now "+
+			"(an offering unavailable at launch, or the provider's allocation strategy)", tc.InstanceType, tc.Price, overlaidAside(tc.PriceOverlaid), cheaper, len(tc.Alternatives))
 	}
 	const shown = 8
 	if len(tc.Alternatives) > shown {
@@ -476,7 +494,7 @@ func (m *model) alone(c *disruption.Candidate, in disruption.Input, opts Options
 	case len(plan.NewNodeClaims) == 0:
 		out = append(out, fmt.Sprintf("best placement found: the node's %d pod(s) fit on other nodes, saving $%.4f/h", len(c.Pods), c.Price))
 	default:
-		l := launchOf(plan.NewNodeClaims[0])
+		l := m.launchOf(plan.NewNodeClaims[0])
 		out = append(out, fmt.Sprintf("best placement found: the node's pods fit with a new %s (%s, %s) at $%.4f/h instead of $%.4f/h: %+.4f $/h",
 			l.InstanceType, l.Zone, l.CapacityType, l.Price, c.Price, l.Price-c.Price))
 	}
@@ -579,4 +597,20 @@ func covers(have, want corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// overlaidNote marks a price in a parenthesised list when a NodeOverlay set it.
+func overlaidNote(overlaid bool) string {
+	if overlaid {
+		return ", price set by a NodeOverlay"
+	}
+	return ""
+}
+
+// overlaidAside marks a price in a sentence when a NodeOverlay set it.
+func overlaidAside(overlaid bool) string {
+	if overlaid {
+		return " (set by a NodeOverlay)"
+	}
+	return ""
 }

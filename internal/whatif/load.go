@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 
 	awsv1 "github.com/dovetail-autoscaler/dovetail/api/aws/v1"
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/manifest"
 )
@@ -110,11 +112,12 @@ var kinds = map[string]kindInfo{
 	"NodeClaim":     {v1.SchemeGroupVersion.String(), typed(func(o *Objects, x *v1.NodeClaim) { o.NodeClaims = append(o.NodeClaims, x) })},
 	"EC2NodeClass":  {awsv1.SchemeGroupVersion.String(), nodeClass[awsv1.EC2NodeClass]()},
 	"KWOKNodeClass": {kwokv1alpha1.SchemeGroupVersion.String(), nodeClass[kwokv1alpha1.KWOKNodeClass]()},
+	"NodeOverlay":   {v1alpha1.SchemeGroupVersion.String(), nodeOverlay},
 }
 
 // KnownKinds lists the kinds Load reads, as "Kind (apiVersion)".
 func KnownKinds() []string {
-	order := []string{"Node", "NodeClaim", "NodePool", "EC2NodeClass", "KWOKNodeClass", "Pod", "DaemonSet", "Deployment",
+	order := []string{"Node", "NodeClaim", "NodePool", "EC2NodeClass", "KWOKNodeClass", "NodeOverlay", "Pod", "DaemonSet", "Deployment",
 		"StatefulSet", "ReplicaSet", "PodDisruptionBudget", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Namespace"}
 	out := make([]string, 0, len(order))
 	for _, k := range order {
@@ -167,6 +170,7 @@ func (o *Objects) append(x *Objects) {
 	o.NodeClaims = append(o.NodeClaims, x.NodeClaims...)
 	o.NodePools = append(o.NodePools, x.NodePools...)
 	o.NodeClasses = append(o.NodeClasses, x.NodeClasses...)
+	o.NodeOverlays = append(o.NodeOverlays, x.NodeOverlays...)
 	o.Pods = append(o.Pods, x.Pods...)
 	o.DaemonSets = append(o.DaemonSets, x.DaemonSets...)
 	o.Deployments = append(o.Deployments, x.Deployments...)
@@ -233,6 +237,10 @@ var (
 
 // fieldOf turns a strict-decoding error into a field path and a message.
 func fieldOf(err error) (field, msg string) {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return fe.field, fe.msg
+	}
 	s := err.Error()
 	if m := strictField.FindStringSubmatch(s); m != nil {
 		return m[2], m[1] + " field"

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 )
 
 // Objects are the objects of a cluster that Dovetail's decisions read.
@@ -19,9 +20,12 @@ type Objects struct {
 	NodeClaims  []*v1.NodeClaim
 	NodePools   []*v1.NodePool
 	NodeClasses []*unstructured.Unstructured
-	Pods        []*corev1.Pod
-	DaemonSets  []*appsv1.DaemonSet
-	Deployments []*appsv1.Deployment
+	// NodeOverlays change the prices and extended resources of the
+	// instance types each NodePool is offered, as the controllers apply them.
+	NodeOverlays []*v1alpha1.NodeOverlay
+	Pods         []*corev1.Pod
+	DaemonSets   []*appsv1.DaemonSet
+	Deployments  []*appsv1.Deployment
 	// StatefulSets and ReplicaSets given as changes add pods like Deployments.
 	StatefulSets           []*appsv1.StatefulSet
 	ReplicaSets            []*appsv1.ReplicaSet
@@ -46,7 +50,7 @@ func NodeClassKinds() []schema.GroupVersionKind {
 
 // Count is the number of objects of every kind.
 func (o *Objects) Count() int {
-	return len(o.Nodes) + len(o.NodeClaims) + len(o.NodePools) + len(o.NodeClasses) + len(o.Pods) + len(o.DaemonSets) +
+	return len(o.Nodes) + len(o.NodeClaims) + len(o.NodePools) + len(o.NodeClasses) + len(o.NodeOverlays) + len(o.Pods) + len(o.DaemonSets) +
 		len(o.Deployments) + len(o.StatefulSets) + len(o.ReplicaSets) + len(o.PDBs) + len(o.PersistentVolumeClaims) +
 		len(o.PersistentVolumes) + len(o.StorageClasses) + len(o.Namespaces)
 }
@@ -66,6 +70,9 @@ func (o *Objects) DeepCopy() *Objects {
 	}
 	for _, x := range o.NodeClasses {
 		out.NodeClasses = append(out.NodeClasses, x.DeepCopy())
+	}
+	for _, x := range o.NodeOverlays {
+		out.NodeOverlays = append(out.NodeOverlays, x.DeepCopy())
 	}
 	for _, x := range o.Pods {
 		out.Pods = append(out.Pods, x.DeepCopy())

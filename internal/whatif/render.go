@@ -15,7 +15,11 @@ const maxRows = 50
 func WriteResult(w io.Writer, r *Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
-	p("Note: %s.\n\n", r.Note)
+	p("Note: %s.\n", r.Note)
+	if line := OverlaysLine(r.Overlays, true); line != "" {
+		p("%s\n", line)
+	}
+	p("\n")
 	p("NODEPOOL\tWEIGHT\tREADY\tREASON\n")
 	for _, np := range r.NodePools {
 		p("%s\t%d\t%t\t%s\n", np.Name, np.Weight, np.Ready, np.Reason)
@@ -29,7 +33,7 @@ func WriteResult(w io.Writer, r *Result) error {
 		p("\nNodeClaims to launch: %d\n", len(r.Launches))
 		p("NODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY TYPE\t$/H\tPODS\tOPTIONS\n")
 		rows(p, r.Launches, maxRows, func(l Launch) {
-			p("%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", l.NodePool, l.InstanceType, l.Zone, l.CapacityType, l.Price, len(l.Pods), options(l))
+			p("%s\t%s\t%s\t%s\t%s\t%d\t%s\n", l.NodePool, l.InstanceType, l.Zone, l.CapacityType, priceCell(l.Price, l.PriceOverlaid), len(l.Pods), options(l))
 		})
 	}
 	if len(r.Placements) > 0 {
@@ -57,7 +61,7 @@ func WriteResult(w io.Writer, r *Result) error {
 	if len(d.Candidates) > 0 {
 		p("\nDisruption candidates: %d (most savings per unit of disruption cost first)\nNODE\tNODEPOOL\tINSTANCE TYPE\t$/H\tPODS\tCONSOLIDATABLE\tDRIFTED\n", len(d.Candidates))
 		rows(p, d.Candidates, 10, func(c Candidate) {
-			p("%s\t%s\t%s\t%.4f\t%d\t%t\t%t\n", c.Node, c.NodePool, c.InstanceType, c.Price, c.Pods, c.Consolidatable, c.Drifted)
+			p("%s\t%s\t%s\t%s\t%d\t%t\t%t\n", c.Node, c.NodePool, c.InstanceType, priceCell(c.Price, c.PriceOverlaid), c.Pods, c.Consolidatable, c.Drifted)
 		})
 	}
 	if len(d.Blocked) > 0 {

@@ -14,6 +14,9 @@ func WriteExplanation(w io.Writer, e *Explanation) error {
 	if e.Event != "" {
 		p("Event: %s\n", e.Event)
 	}
+	if line := OverlaysLine(e.Overlays, true); line != "" {
+		p("%s\n", line)
+	}
 	if len(e.NodePools) > 0 {
 		p("\nNODEPOOL\tWEIGHT\tCAN SERVE\tWHY\n")
 		for _, v := range e.NodePools {
@@ -35,7 +38,7 @@ func WriteExplanation(w io.Writer, e *Explanation) error {
 				if a.InstanceType == tc.InstanceType {
 					mark = " (chosen)"
 				}
-				p("%s%s\t%s\t%s\t%.4f\t%t\n", a.InstanceType, mark, a.Zone, a.CapacityType, a.Price, a.Available)
+				p("%s%s\t%s\t%s\t%s\t%t\n", a.InstanceType, mark, a.Zone, a.CapacityType, priceCell(a.Price, a.PriceOverlaid), a.Available)
 			}
 		}
 	}

@@ -44,6 +44,9 @@ type Options struct {
 type Result struct {
 	// Note says where the instance types and prices come from.
 	Note string `json:"note"`
+	// Overlays are the cluster's NodeOverlays, where they apply and why
+	// not; the prices and resources of the plan are the overlaid ones.
+	Overlays []OverlayUse `json:"overlays,omitempty"`
 	// NodePools lists every NodePool, ready or not.
 	NodePools []PoolStatus `json:"nodePools"`
 	// PendingPods counts the pods the provisioning pass simulated.
@@ -80,6 +83,8 @@ type Launch struct {
 	Zone         string  `json:"zone"`
 	CapacityType string  `json:"capacityType"`
 	Price        float64 `json:"pricePerHour"`
+	// PriceOverlaid is set when a NodeOverlay set that price.
+	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
 	// Requests are the pods' requests plus daemonsets.
 	Requests map[string]string `json:"requests"`
 	Pods     []string          `json:"pods"`
@@ -127,6 +132,8 @@ type Candidate struct {
 	NodePool     string  `json:"nodePool"`
 	InstanceType string  `json:"instanceType"`
 	Price        float64 `json:"pricePerHour"`
+	// PriceOverlaid is set when a NodeOverlay set that price.
+	PriceOverlaid bool `json:"priceOverlaid,omitempty"`
 	// Pods counts the pods that would move.
 	Pods int `json:"pods"`
 	// Consolidatable: consolidateAfter has passed; Drifted: the NodeClaim drifted.
@@ -178,7 +185,7 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 		}
 	}
 	m := newModel(o, opts.Now, types)
-	res := &Result{Note: InstanceTypesNote, PendingPods: len(m.pending)}
+	res := &Result{Note: InstanceTypesNote, Overlays: m.over.Uses(), PendingPods: len(m.pending)}
 	pools := slices.Clone(o.NodePools)
 	nodepoolutil.SortByWeight(pools)
 	for _, np := range pools {
@@ -189,7 +196,7 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 	if len(m.pending) > 0 {
 		plan := simulator.Simulate(m.snapshot(m.pending, m.ready), opts.Simulator)
 		for _, c := range plan.NewNodeClaims {
-			res.Launches = append(res.Launches, launchOf(c))
+			res.Launches = append(res.Launches, m.launchOf(c))
 		}
 		for _, p := range plan.Placements {
 			res.Placements = append(res.Placements, Placement{Pod: klog.KObj(p.Pod).String(), Node: p.Node})
@@ -203,11 +210,12 @@ func Simulate(o *Objects, opts Options) (*Result, error) {
 	// 2. Disruption, as the disruption controller decides.
 	in := m.disruptionInput()
 	out := disruption.Decide(in, opts.Disruption)
-	res.Disruption = disruptionOf(out)
+	res.Disruption = m.disruptionOf(out)
 	for _, c := range disruption.Candidates(in, opts.Disruption) {
 		cand := Candidate{Node: c.Name(), NodePool: c.NodePool.Name, Price: c.Price, Pods: len(c.Pods), Consolidatable: c.Consolidatable, Drifted: c.Drifted}
 		if c.InstanceType != nil {
 			cand.InstanceType = c.InstanceType.Name
+			cand.PriceOverlaid = m.over.PriceOverlaid(c.NodePool.Name, c.InstanceType.Name, c.Zone, c.CapacityType)
 		}
 		res.Disruption.Candidates = append(res.Disruption.Candidates, cand)
 	}
@@ -246,7 +254,8 @@ func weight(np *v1.NodePool) int32 {
 // maxShownTypes bounds the instance-type options listed per launch.
 const maxShownTypes = 10
 
-func launchOf(c *simulator.NewNodeClaim) Launch {
+// launchOf reports a planned claim, its price marked when overlaid.
+func (m *model) launchOf(c *simulator.NewNodeClaim) Launch {
 	l := Launch{NodePool: c.NodePool, Options: len(c.InstanceTypes), Price: c.Price, Requests: map[string]string{}}
 	for i, it := range c.InstanceTypes {
 		if i == maxShownTypes {
@@ -256,6 +265,7 @@ func launchOf(c *simulator.NewNodeClaim) Launch {
 	}
 	if o, ok := offering(c); ok {
 		l.InstanceType, l.Zone, l.CapacityType = c.InstanceTypes[0].Name, o.Zone, o.CapacityType
+		l.PriceOverlaid = m.over.PriceOverlaid(c.NodePool, l.InstanceType, l.Zone, l.CapacityType)
 	}
 	for name, q := range c.Requests {
 		l.Requests[string(name)] = q.String()
@@ -266,7 +276,7 @@ func launchOf(c *simulator.NewNodeClaim) Launch {
 	return l
 }
 
-func disruptionOf(out disruption.Outcome) Disruption {
+func (m *model) disruptionOf(out disruption.Outcome) Disruption {
 	var d Disruption
 	if cmd := out.Command; cmd != nil {
 		d.Command = cmd.String()
@@ -277,7 +287,7 @@ func disruptionOf(out disruption.Outcome) Disruption {
 			d.PodsMoved += len(c.Pods)
 		}
 		for _, r := range cmd.Replacements {
-			d.Replacements = append(d.Replacements, launchOf(r.Claim))
+			d.Replacements = append(d.Replacements, m.launchOf(r.Claim))
 		}
 	}
 	for _, b := range out.Blocked {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,11 +17,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
-// FromCluster lists the objects the decisions need. NodeClass kinds whose
-// CRD is not installed are skipped; terminal pods are left out.
+// FromCluster lists the objects the decisions need. NodeClass kinds and
+// NodeOverlays whose CRD is not installed are skipped (the controllers then
+// apply no overlay either); terminal pods are left out.
 func FromCluster(ctx context.Context, c client.Reader) (*Objects, error) {
 	var (
 		nodes      corev1.NodeList
@@ -89,6 +92,16 @@ func FromCluster(ctx context.Context, c client.Reader) (*Objects, error) {
 			o.NodeClasses = append(o.NodeClasses, &list.Items[i])
 		}
 	}
+	overlays := &v1alpha1.NodeOverlayList{}
+	if err := c.List(ctx, overlays); err != nil {
+		// A cluster with Karpenter's CRDs before v1.7 serves no NodeOverlay.
+		if !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("listing NodeOverlays: %w", err)
+		}
+	}
+	for i := range overlays.Items {
+		o.NodeOverlays = append(o.NodeOverlays, &overlays.Items[i])
+	}
 	return o, nil
 }
 
@@ -113,6 +126,9 @@ func Write(w io.Writer, o *Objects) error {
 	}
 	for _, x := range o.NodePools {
 		add(v1.SchemeGroupVersion.WithKind("NodePool"), x)
+	}
+	for _, x := range o.NodeOverlays {
+		add(v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"), x)
 	}
 	for _, x := range o.NodeClaims {
 		add(v1.SchemeGroupVersion.WithKind("NodeClaim"), x)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cli"
 	"github.com/dovetail-autoscaler/dovetail/internal/whatif"
 	"github.com/dovetail-autoscaler/dovetail/internal/whatif/whatiftest"
@@ -269,5 +272,85 @@ func TestExplainAndSimulateCommands(t *testing.T) {
 	snap, err := run("snapshot")
 	if err != nil || !strings.Contains(snap, "kind: NodePool") || !strings.Contains(snap, "kind: KWOKNodeClass") {
 		t.Errorf("snapshot: %v\n%s", err, snap)
+	}
+}
+
+// TestSnapshotAndSimulateWithNodeOverlay: a NodeOverlay of the cluster
+// reaches simulate through the API server and through a snapshot, and is
+// skipped once its status says ValidationSucceeded=False.
+func TestSnapshotAndSimulateWithNodeOverlay(t *testing.T) {
+	reset(t)
+	ctx := context.Background()
+	createNodeClass(t, "default", true, "")
+	testEnv.CreateWithStatus(t, whatiftest.NodePool("default", "default", 0, "30s"))
+	discount := &v1alpha1.NodeOverlay{
+		ObjectMeta: metav1.ObjectMeta{Name: "m5-discount"},
+		Spec: v1alpha1.NodeOverlaySpec{
+			Requirements:    []v1alpha1.NodeSelectorRequirement{{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5"}}},
+			PriceAdjustment: new("-50%"),
+			Weight:          new(int32(10)),
+		},
+	}
+	if err := testEnv.Client.Create(ctx, discount); err != nil {
+		t.Fatal(err)
+	}
+	ns := testEnv.Namespace(t)
+	testEnv.CreatePendingPod(t, whatiftest.Pod(ns, "batch-0", "batch", "", "7", "20Gi"))
+	// Earlier tests' pods stay (no namespace controller runs): simulate
+	// this test's pods only.
+	simulate := func(objs *whatif.Objects) *whatif.Result {
+		t.Helper()
+		objs.Pods = slices.DeleteFunc(objs.Pods, func(p *corev1.Pod) bool { return p.Namespace != ns })
+		res, err := whatif.Simulate(objs, whatif.Options{Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	live, err := whatif.FromCluster(ctx, testEnv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := simulate(live)
+	if len(res.Overlays) != 1 || res.Overlays[0].Name != "m5-discount" || len(res.Overlays[0].NodePools) != 1 {
+		t.Errorf("overlays from the API server = %+v, want m5-discount applied in NodePool default", res.Overlays)
+	}
+	if len(res.Launches) != 1 || res.Launches[0].InstanceType != "m5.2xlarge" || !res.Launches[0].PriceOverlaid {
+		t.Errorf("launches = %+v, want one m5.2xlarge at the overlaid price", res.Launches)
+	}
+
+	// The snapshot command writes it, and Load reads it back.
+	var out, errOut bytes.Buffer
+	root := cli.NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	root.SetArgs([]string{"snapshot", "--kubeconfig", testEnv.ControlPlane.KubeconfigPath})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("snapshot: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "kind: NodeOverlay") || !strings.Contains(out.String(), "priceAdjustment: -50%") {
+		t.Errorf("the snapshot lacks the NodeOverlay:\n%s", out.String())
+	}
+	snap := &whatif.Objects{}
+	if err := whatif.Load("snapshot.yaml", out.Bytes(), snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := simulate(snap); len(got.Launches) != 1 || got.Launches[0].InstanceType != "m5.2xlarge" || !got.Launches[0].PriceOverlaid {
+		t.Errorf("launches on the snapshot = %+v, want the same m5.2xlarge", got.Launches)
+	}
+
+	// Refused by the controller: skipped, as the decorator skips it.
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(discount), discount); err != nil {
+		t.Fatal(err)
+	}
+	discount.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionTypeValidationSucceeded, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonConflict, Message: "conflicts", ObservedGeneration: discount.Generation, LastTransitionTime: metav1.NewTime(time.Now())}}
+	if err := testEnv.Client.Status().Update(ctx, discount); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = whatif.FromCluster(ctx, testEnv.Client); err != nil {
+		t.Fatal(err)
+	}
+	res = simulate(live)
+	if len(res.Launches) != 1 || res.Launches[0].PriceOverlaid || len(res.Overlays) != 1 || res.Overlays[0].NotApplied == "" {
+		t.Errorf("with the overlay refused: launches %+v, overlays %+v; want the catalog price and the overlay not applied", res.Launches, res.Overlays)
 	}
 }

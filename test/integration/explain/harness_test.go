@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/whatif"
@@ -24,6 +25,8 @@ func reset(t *testing.T) {
 	testEnv.DeleteAll(t, nodes, func() []client.Object { return items(nodes.Items) })
 	testEnv.DeleteAll(t, pools, func() []client.Object { return items(pools.Items) })
 	testEnv.DeleteAll(t, classes, func() []client.Object { return items(classes.Items) })
+	overlays := &v1alpha1.NodeOverlayList{}
+	testEnv.DeleteAll(t, overlays, func() []client.Object { return items(overlays.Items) })
 }
 
 func items[T any, P interface {
