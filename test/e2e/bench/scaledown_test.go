@@ -84,7 +84,9 @@ func BenchmarkScaleDown3000(b *testing.B) { scaleDown(b, 3000) }
 //     fewest-evictions: the pods that were, when the scale-down settled, on
 //     a node absent at convergence; every sequence of commands ending with
 //     those nodes evicts each at least once, and eviction-ratio divides the
-//     two.
+//     two. evictions-of-replacements: the evicted pods that were themselves
+//     created after the scale-down settled (replacements of evicted pods),
+//     the pods moved more than once.
 //   - min-available: the fewest pods of the Deployment Running, Ready and
 //     not terminating at any point of the pod watch after the scale-down
 //     settled; the benchmark fails if it goes below the
