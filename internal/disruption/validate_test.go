@@ -172,7 +172,9 @@ func TestValidateRescoresBalancedMoves(t *testing.T) {
 	node := func(name string, np *v1.NodePool) *nodeWrapper {
 		return makeNode(name, np, large, zoneA, v1.CapacityTypeOnDemand)
 	}
-	guard := func(w *nodeWrapper) *machine.Machine { return w.annotateNode(v1.DoNotDisruptAnnotationKey, "true").obj() }
+	guard := func(w *nodeWrapper) *machine.Machine {
+		return w.annotateNode(v1.DoNotDisruptAnnotationKey, "true").obj()
+	}
 	// a's pod fits on b: deleting a saves half the pool's cost for half its
 	// disruption, a score of exactly 1.
 	pair := func(np *v1.NodePool) []*machine.Machine {
