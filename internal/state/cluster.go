@@ -453,12 +453,13 @@ func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *
 // (cached) reader holds, with the same provider IDs. Controllers take no
 // decision while it is false.
 func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error) {
+	// Read in place, not copied: only names and provider IDs are compared.
 	claims := &v1.NodeClaimList{}
-	if err := reader.List(ctx, claims); err != nil {
+	if err := reader.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	nodes := &corev1.NodeList{}
-	if err := reader.List(ctx, nodes); err != nil {
+	if err := reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing nodes: %w", err)
 	}
 	c.mu.RLock()

@@ -37,10 +37,15 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 	pvs := &corev1.PersistentVolumeList{}
 	classes := &storagev1.StorageClassList{}
 	namespaces := &corev1.NamespaceList{}
-	for _, l := range []client.ObjectList{pools, pdbs, pods, pvcs, pvs, classes, namespaces} {
+	for _, l := range []client.ObjectList{pools, pdbs, pvcs, pvs, classes, namespaces} {
 		if err := c.kubeClient.List(ctx, l); err != nil {
 			return in, fmt.Errorf("listing %T: %w", l, err)
 		}
+	}
+	// Every pod is read in place (not copied) and only the pending ones the
+	// decision takes are copied.
+	if err := c.kubeClient.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("listing pods: %w", err)
 	}
 	// A pool whose instance types cannot be read still owns nodes (their
 	// budgets count); it gets no types, so it launches nothing and its
@@ -60,7 +65,7 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 	}
 	for i := range pods.Items {
 		if podutil.IsProvisionable(&pods.Items[i]) {
-			in.PendingPods = append(in.PendingPods, &pods.Items[i])
+			in.PendingPods = append(in.PendingPods, pods.Items[i].DeepCopy())
 		}
 	}
 	for i := range pvcs.Items {

@@ -279,8 +279,10 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 // reschedulable pods of machines being deleted (so that their replacement
 // capacity launches while they drain).
 func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
+	// Every pod of the cluster is read in place (not copied) and only the
+	// pods taken are copied: the simulation may annotate its own copies.
 	list := &corev1.PodList{}
-	if err := p.kubeClient.List(ctx, list); err != nil {
+	if err := p.kubeClient.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	p.observeLaunches(list.Items)
@@ -301,7 +303,7 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 		// nominated to an existing node the model has not caught up with
 		// waits for the next pass.
 		if nnn := pod.Status.NominatedNodeName; nnn == "" || !p.cluster.HasNode(nnn) {
-			pods = append(pods, pod)
+			pods = append(pods, pod.DeepCopy())
 		}
 	}
 	return append(pods, PodsOfDeletingNodes(snapshot)...), nil

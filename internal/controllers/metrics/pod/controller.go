@@ -43,8 +43,10 @@ func (c *Controller) Name() string { return "metrics.pod" }
 
 // Reconcile updates one pod's series.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Read only: the cache's objects are read in place, not copied, on
+	// every pod event.
 	pod := &corev1.Pod{}
-	if err := c.kubeClient.Get(ctx, req.NamespacedName, pod); err != nil {
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, pod, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
@@ -56,7 +58,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		"phase": string(pod.Status.Phase)}
 	if pod.Spec.NodeName != "" {
 		node := &corev1.Node{}
-		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err == nil {
+		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err == nil {
 			labels[metrics.LabelNodePool] = node.Labels[v1.NodePoolLabelKey]
 			labels[metrics.LabelZone] = node.Labels[corev1.LabelTopologyZone]
 			labels["arch"] = node.Labels[corev1.LabelArchStable]

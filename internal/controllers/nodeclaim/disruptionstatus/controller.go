@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -65,7 +66,11 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	b := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&v1.NodeClaim{}).
-		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool))
+		// Only a change of the pool's spec or annotations (its template
+		// hash) can drift its claims or move their consolidateAfter; its
+		// status changes with every claim and would requeue them all.
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 	for _, gvk := range c.cloudProvider.GetSupportedNodeClasses() {
 		nodeClass := &unstructured.Unstructured{}
 		nodeClass.SetGroupVersionKind(gvk)
@@ -81,7 +86,7 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 
 func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimNodePoolName: o.GetName()}); err != nil {
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimNodePoolName: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "Mapping NodePool to its NodeClaims", "NodePool", klog.KObj(o))
 		return nil
 	}
@@ -96,7 +101,7 @@ func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconc
 func (c *Controller) claimsOfNodeClass(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		claims := &v1.NodeClaimList{}
-		if err := c.kubeClient.List(ctx, claims); err != nil {
+		if err := c.kubeClient.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "Mapping NodeClass to its NodeClaims", gvk.Kind, klog.KObj(o))
 			return nil
 		}

@@ -2,14 +2,17 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -178,7 +181,11 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 		base.ResourceVersion = nc.ResourceVersion // our own write, not another's
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		patch, err := statusPatch(base, nc)
+		if err != nil {
+			return false, err
+		}
+		if err := c.kubeClient.Status().Patch(ctx, nc, patch); err != nil {
 			if apierrors.IsConflict(err) {
 				return true, nil
 			}
@@ -186,6 +193,40 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 		}
 	}
 	return false, nil
+}
+
+// statusPatch is the merge patch from base's status to nc's, locked to
+// base's resourceVersion: what a merge patch from base with the optimistic
+// lock sends for a status write, computed on the status alone rather than
+// on both whole claims (whose requirements list up to 600 instance types;
+// the whole-claim diff was an eighth of the controller's allocations in a
+// scale-out).
+func statusPatch(base, nc *v1.NodeClaim) (client.Patch, error) {
+	before, err := json.Marshal(statusDocument{Status: base.Status})
+	if err != nil {
+		return nil, fmt.Errorf("encoding nodeclaim status: %w", err)
+	}
+	after, err := json.Marshal(statusDocument{Metadata: &lockedVersion{ResourceVersion: base.ResourceVersion}, Status: nc.Status})
+	if err != nil {
+		return nil, fmt.Errorf("encoding nodeclaim status: %w", err)
+	}
+	data, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return nil, fmt.Errorf("computing the nodeclaim status patch: %w", err)
+	}
+	return client.RawPatch(types.MergePatchType, data), nil
+}
+
+// statusDocument is the part of a NodeClaim a status patch is computed on.
+type statusDocument struct {
+	Metadata *lockedVersion     `json:"metadata,omitempty"`
+	Status   v1.NodeClaimStatus `json:"status"`
+}
+
+// lockedVersion carries the resourceVersion a patch is locked to: the API
+// server refuses the patch with a conflict when the object moved past it.
+type lockedVersion struct {
+	ResourceVersion string `json:"resourceVersion"`
 }
 
 // deleteClaim deletes the claim (its finalizer then terminates anything left).
@@ -225,7 +266,7 @@ func (c *Controller) claimsForNode(ctx context.Context, obj client.Object) []rec
 		return nil
 	}
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(claims.Items))

@@ -41,8 +41,12 @@ func (c *Controller) Name() string { return "nodepool.status" }
 
 // Reconcile recomputes the pool's resources from its launched, not deleting NodeClaims.
 func (c *Controller) Reconcile(ctx context.Context, np *v1.NodePool) (reconcile.Result, error) {
+	// Read only, so the cache's objects are read in place: a copy of every
+	// claim of the pool (each carries its instance-type list, up to 600
+	// values) on every claim update was a third of the controller's
+	// allocations in a 5,000-pod scale-out.
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimNodePoolName: np.Name}); err != nil {
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimNodePoolName: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
 	}
 	resources := corev1.ResourceList{}

@@ -200,7 +200,7 @@ func (c *Controller) enqueueNode(ctx context.Context, node *corev1.Node, q workq
 	names := []string{node.Name}
 	if node.Spec.ProviderID != "" {
 		claims := &v1.NodeClaimList{}
-		if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "Listing the NodeClaims of a node", "Node", klog.KObj(node))
 		}
 		for i := range claims.Items {
