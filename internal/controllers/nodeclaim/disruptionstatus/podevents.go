@@ -2,12 +2,14 @@ package disruptionstatus
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -98,9 +100,11 @@ func PodEventNode(old, updated *corev1.Pod) string {
 
 // Reconcile stamps the node's NodeClaim with the time of the pod event.
 func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	// 1. Find the node's NodeClaim; unmanaged nodes have none.
+	// 1. Find the node's NodeClaim; unmanaged nodes have none. Both are
+	// read in place, not copied: this runs on every pod event, and a claim
+	// carries its instance-type list (up to 600 values).
 	node := &corev1.Node{}
-	if err := c.kubeClient.Get(ctx, req.NamespacedName, node); err != nil {
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}
@@ -110,7 +114,7 @@ func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, nil
 	}
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	if err := c.kubeClient.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of node: %w", err)
 	}
 	now := c.clock.Now()
@@ -126,10 +130,17 @@ func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Reque
 				return reconcile.Result{RequeueAfter: PodEventDedupe - since}, nil
 			}
 		}
-		// 3. Stamp the claim.
-		stored := nc.DeepCopy()
-		nc.Status.LastPodEventTime = metav1.NewTime(now)
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		// 3. Stamp the claim: a merge patch of that one field, locked to the
+		// version read.
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": nc.ResourceVersion},
+			"status":   map[string]any{"lastPodEventTime": metav1.NewTime(now)},
+		})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("encoding the lastPodEventTime patch: %w", err)
+		}
+		target := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
+		if err := c.kubeClient.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}

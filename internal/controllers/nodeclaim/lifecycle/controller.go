@@ -167,21 +167,27 @@ const conflictRequeueDelay = time.Second
 // other controllers wrote meanwhile (Drifted, Consolidatable,
 // DisruptionReason). It reports whether a patch conflicted.
 func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (bool, error) {
-	// The lock takes the resourceVersion from the patch's base.
-	base := stored.DeepCopy()
+	// The lock is the resourceVersion the pass read.
+	version := stored.ResourceVersion
 	if !equality.Semantic.DeepEqual(stored.Labels, nc.Labels) || !equality.Semantic.DeepEqual(stored.Annotations, nc.Annotations) {
 		status := nc.Status.DeepCopy()
-		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		patch, err := lockedPatch(
+			claimDocument{Metadata: &claimMetadata{Labels: stored.Labels, Annotations: stored.Annotations}},
+			claimDocument{Metadata: &claimMetadata{Labels: nc.Labels, Annotations: nc.Annotations}}, version)
+		if err != nil {
+			return false, err
+		}
+		if err := c.kubeClient.Patch(ctx, nc, patch); err != nil {
 			if apierrors.IsConflict(err) {
 				return true, nil
 			}
 			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
 		}
 		nc.Status = *status
-		base.ResourceVersion = nc.ResourceVersion // our own write, not another's
+		version = nc.ResourceVersion // our own write, not another's
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		patch, err := statusPatch(base, nc)
+		patch, err := lockedPatch(claimDocument{Status: &stored.Status}, claimDocument{Status: &nc.Status}, version)
 		if err != nil {
 			return false, err
 		}
@@ -195,38 +201,45 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 	return false, nil
 }
 
-// statusPatch is the merge patch from base's status to nc's, locked to
-// base's resourceVersion: what a merge patch from base with the optimistic
-// lock sends for a status write, computed on the status alone rather than
-// on both whole claims (whose requirements list up to 600 instance types;
-// the whole-claim diff was an eighth of the controller's allocations in a
+// lockedPatch is the merge patch from before to after, locked to version
+// (the API server refuses it with a conflict when the claim has moved past
+// it): what a merge patch from the stored claim with the optimistic lock
+// sends, computed on the part written (metadata or status) rather than on
+// both whole claims, whose requirements list up to 600 instance types (the
+// whole-claim diff was an eighth of the controller's allocations in a
 // scale-out).
-func statusPatch(base, nc *v1.NodeClaim) (client.Patch, error) {
-	before, err := json.Marshal(statusDocument{Status: base.Status})
-	if err != nil {
-		return nil, fmt.Errorf("encoding nodeclaim status: %w", err)
+func lockedPatch(before, after claimDocument, version string) (client.Patch, error) {
+	if after.Metadata == nil {
+		after.Metadata = &claimMetadata{}
 	}
-	after, err := json.Marshal(statusDocument{Metadata: &lockedVersion{ResourceVersion: base.ResourceVersion}, Status: nc.Status})
+	after.Metadata.ResourceVersion = version
+	from, err := json.Marshal(before)
 	if err != nil {
-		return nil, fmt.Errorf("encoding nodeclaim status: %w", err)
+		return nil, fmt.Errorf("encoding nodeclaim: %w", err)
 	}
-	data, err := jsonpatch.CreateMergePatch(before, after)
+	to, err := json.Marshal(after)
 	if err != nil {
-		return nil, fmt.Errorf("computing the nodeclaim status patch: %w", err)
+		return nil, fmt.Errorf("encoding nodeclaim: %w", err)
+	}
+	data, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("computing the nodeclaim patch: %w", err)
 	}
 	return client.RawPatch(types.MergePatchType, data), nil
 }
 
-// statusDocument is the part of a NodeClaim a status patch is computed on.
-type statusDocument struct {
-	Metadata *lockedVersion     `json:"metadata,omitempty"`
-	Status   v1.NodeClaimStatus `json:"status"`
+// claimDocument is the part of a NodeClaim a patch is computed on.
+type claimDocument struct {
+	Metadata *claimMetadata      `json:"metadata,omitempty"`
+	Status   *v1.NodeClaimStatus `json:"status,omitempty"`
 }
 
-// lockedVersion carries the resourceVersion a patch is locked to: the API
-// server refuses the patch with a conflict when the object moved past it.
-type lockedVersion struct {
-	ResourceVersion string `json:"resourceVersion"`
+// claimMetadata is the metadata a patch writes, and the version it is
+// locked to.
+type claimMetadata struct {
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
 }
 
 // deleteClaim deletes the claim (its finalizer then terminates anything left).
