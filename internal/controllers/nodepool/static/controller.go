@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -54,6 +56,12 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.Recorder
 	metrics       *metrics.Metrics
+
+	mu sync.Mutex
+	// deleted holds the claims this controller deleted, with their pool,
+	// until the model shows them deleting or gone; they count as leaving
+	// (see Decide).
+	deleted map[types.UID]string
 }
 
 // NewController returns the static NodePool controller. kubeClient is the
@@ -62,7 +70,8 @@ type Controller struct {
 // cache has not delivered yet).
 func NewController(clk clock.Clock, kubeClient client.Client, cluster *state.Cluster, cloudProvider cloudprovider.CloudProvider,
 	recorder events.Recorder, m *metrics.Metrics) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cloudProvider, recorder: recorder, metrics: m}
+	return &Controller{clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cloudProvider, recorder: recorder, metrics: m,
+		deleted: map[types.UID]string{}}
 }
 
 // Name identifies the controller.
@@ -106,7 +115,8 @@ func (c *Controller) Reconcile(ctx context.Context, np *v1.NodePool) (reconcile.
 		log.FromContext(ctx).V(1).Info("Waiting for cluster state to sync before keeping the static NodePool's replicas")
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	d := Decide(np, c.poolMachines(np.Name), c.clock.Now())
+	machines := c.poolMachines(np.Name)
+	d := Decide(np, machines, c.deletedFrom(np.Name, machines), c.clock.Now())
 	// 3. A shadow pool (dovetail.dev/shadow) is only reported on: its
 	// claims are neither created nor deleted here.
 	if shadow.IsShadow(np) {
@@ -124,6 +134,32 @@ func (c *Controller) Reconcile(ctx context.Context, np *v1.NodePool) (reconcile.
 		return c.scaleDown(ctx, np, d)
 	}
 	return reconcile.Result{RequeueAfter: Recheck}, nil
+}
+
+// deletedFrom returns the claims of the pool this controller deleted that
+// the model still shows staying, and forgets the pool's others (the model
+// shows them deleting, or they are gone). Reconciles of one pool never run
+// at once, so no other pass of the pool relies on an entry forgotten here.
+func (c *Controller) deletedFrom(pool string, machines []*machine.Machine) map[types.UID]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	staying := map[types.UID]bool{}
+	for _, m := range machines {
+		if !m.Deleting() {
+			staying[m.NodeClaim.UID] = true
+		}
+	}
+	out := map[types.UID]bool{}
+	for uid, of := range c.deleted {
+		switch {
+		case of != pool:
+		case staying[uid]:
+			out[uid] = true
+		default:
+			delete(c.deleted, uid)
+		}
+	}
+	return out
 }
 
 // poolMachines are the model's machines of the pool.
@@ -197,6 +233,9 @@ func (c *Controller) scaleDown(ctx context.Context, np *v1.NodePool, d Decision)
 			continue
 		}
 		c.cluster.MarkForDeletion(firstNonEmpty(m.ProviderID(), nc.Name))
+		c.mu.Lock()
+		c.deleted[nc.UID] = np.Name
+		c.mu.Unlock()
 		c.metrics.NodeClaimsDisrupted.WithLabelValues(DisruptedReason, np.Name).Inc()
 		c.recorder.Publish(scaleDownEvents(m, d)...)
 		logger.V(0).Info("Deleted NodeClaim of static NodePool scaled down", "NodeClaim", klog.KObj(nc), "Node", klog.KRef("", nodeName(m)),

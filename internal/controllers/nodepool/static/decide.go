@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
@@ -62,7 +63,12 @@ func (d Decision) Limited() bool { return d.Target < d.Replicas }
 //     budget reasons, so the budgets that list no reason apply, counted
 //     over the pool's initialized nodes minus those already being
 //     disrupted, as for any disruption.
-func Decide(np *v1.NodePool, machines []*machine.Machine, now time.Time) Decision {
+//
+// deleted names (by UID) the claims this controller has deleted: they are
+// leaving even while the model, behind the API server, does not show them
+// deleting yet (a second pass in that window counted them, deleted the
+// surplus again and could take a different claim, below replicas).
+func Decide(np *v1.NodePool, machines []*machine.Machine, deleted map[types.UID]bool, now time.Time) Decision {
 	d := Decision{Replicas: *np.Spec.Replicas}
 	d.Target = d.Replicas
 	if limit, ok := np.Spec.Limits[disruption.LimitNodes]; ok && limit.Value() < d.Target {
@@ -86,7 +92,7 @@ func Decide(np *v1.NodePool, machines []*machine.Machine, now time.Time) Decisio
 			continue
 		}
 		taken := m.MarkedForDeletion || meta.IsStatusConditionTrue(m.NodeClaim.Status.Conditions, v1.ConditionTypeDisruptionReason)
-		leaving := m.Deleting() || (taken && replaced[m.NodeClaim.Name])
+		leaving := m.Deleting() || deleted[m.NodeClaim.UID] || (taken && replaced[m.NodeClaim.Name])
 		if m.Initialized() {
 			initialized++
 			if leaving || !nodeReady(m.Node) {

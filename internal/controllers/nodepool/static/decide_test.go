@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -42,7 +43,7 @@ type claim struct {
 
 func (c claim) machine() *machine.Machine {
 	m := &machine.Machine{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
-		Name: c.name, Labels: map[string]string{v1.NodePoolLabelKey: "static"}, Annotations: map[string]string{},
+		Name: c.name, UID: types.UID("uid-" + c.name), Labels: map[string]string{v1.NodePoolLabelKey: "static"}, Annotations: map[string]string{},
 		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
 	}}}
 	if c.launched {
@@ -93,8 +94,17 @@ func TestDecide(t *testing.T) {
 	cases := map[string]struct {
 		pool   *v1.NodePool
 		claims []claim
-		want   want
+		// deleted are the claims the controller deleted that the model
+		// does not show deleting yet.
+		deleted map[types.UID]bool
+		want    want
 	}{
+		"a claim this controller deleted counts as leaving before the model shows it": {
+			pool:    pool(1, -1),
+			claims:  []claim{{name: "a", launched: true}, {name: "b", launched: true}, {name: "c", launched: true}},
+			deleted: map[types.UID]bool{"uid-a": true},
+			want:    want{Target: 1, Current: 2, Delete: []string{"b"}},
+		},
 		"an empty pool gets its replicas": {
 			pool: pool(3, -1), want: want{Target: 3, Create: 3},
 		},
@@ -182,7 +192,7 @@ func TestDecide(t *testing.T) {
 			for _, c := range tc.claims {
 				machines = append(machines, c.machine())
 			}
-			d := Decide(tc.pool, machines, now)
+			d := Decide(tc.pool, machines, tc.deleted, now)
 			got := want{Target: d.Target, Current: d.Current, Create: d.Create, Held: d.Held, Limited: d.Limited()}
 			for _, m := range d.Delete {
 				got.Delete = append(got.Delete, m.NodeClaim.Name)
@@ -199,7 +209,7 @@ func TestDecide(t *testing.T) {
 func TestDecideFailsClosed(t *testing.T) {
 	schedule := "not a cron"
 	np := pool(0, -1, v1.Budget{Nodes: intstr.FromString("100%"), Schedule: &schedule, Duration: &metav1.Duration{Duration: time.Hour}})
-	d := Decide(np, []*machine.Machine{claim{name: "a", launched: true}.machine()}, now)
+	d := Decide(np, []*machine.Machine{claim{name: "a", launched: true}.machine()}, nil, now)
 	if len(d.Delete) != 0 || d.Held != 1 || d.BudgetErr == nil {
 		t.Errorf("delete %d held %d err %v; want nothing deleted, 1 held and an error", len(d.Delete), d.Held, d.BudgetErr)
 	}
