@@ -3,7 +3,6 @@ package disrupter
 import (
 	"encoding/binary"
 	"hash/fnv"
-	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,16 +11,9 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 )
 
-// standardResources are the resources every instance type has; the others
-// (GPUs, a NodeOverlay's extended resources) are fingerprinted.
-var standardResources = map[corev1.ResourceName]bool{
-	corev1.ResourceCPU: true, corev1.ResourceMemory: true, corev1.ResourcePods: true, corev1.ResourceEphemeralStorage: true,
-}
-
 // fingerprintOf hashes what consolidation depends on: every machine (Node
 // and NodeClaim versions, whether it is marked or nominated, the pods on
-// it, not its heartbeats), NodePools and their instance types' offerings,
-// prices and extended resources, PDBs, pending pods and the commands in progress. The
+// it, not its heartbeats), NodePools, PDBs, pending pods and the commands in progress. The
 // same fingerprint means the same consolidation decision, except for what
 // time alone changes; memoRefresh covers that.
 func fingerprintOf(in disruption.Input) uint64 {
@@ -64,39 +56,12 @@ func fingerprintOf(in disruption.Input) uint64 {
 			write(p.Annotations[v1.DoNotDisruptAnnotationKey])
 		}
 	}
-	number := func(v uint64) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], v)
-		_, _ = h.Write(b[:])
-	}
 	for _, np := range in.NodePools {
 		write(np.NodePool.Name)
 		write(np.NodePool.ResourceVersion)
-		number(uint64(len(np.InstanceTypes)))
-		// What the types offer at what price: a spot price refresh, an
-		// offering found unavailable, or a NodeOverlay's price or extended
-		// resource changes the decision with no object of the cluster
-		// changing.
-		for _, it := range np.InstanceTypes {
-			write(it.Name)
-			for _, o := range it.Offerings {
-				number(math.Float64bits(o.Price))
-				number(uint64(o.ReservationCapacity))
-				flag(o.Available)
-			}
-			extended := make([]string, 0, 2)
-			for name := range it.Capacity {
-				if !standardResources[name] {
-					extended = append(extended, string(name))
-				}
-			}
-			slices.Sort(extended)
-			for _, name := range extended {
-				q := it.Capacity[corev1.ResourceName(name)]
-				write(name)
-				number(uint64(q.Value()))
-			}
-		}
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(len(np.InstanceTypes)))
+		_, _ = h.Write(b[:])
 	}
 	for _, pdb := range in.PDBs {
 		write(pdb.Namespace + "/" + pdb.Name + "@" + pdb.ResourceVersion)

@@ -33,7 +33,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,10 +103,6 @@ type Controller struct {
 // conflictRetry is how soon a nomination that lost a write conflict is
 // tried again.
 const conflictRetry = 20 * time.Millisecond
-
-// registrationWriters is how many nominations a registration writes at
-// once.
-const registrationWriters = 16
 
 // MaxRenominations bounds how often a pod is nominated again to the same
 // node after the kube-scheduler cleared the nomination.
@@ -310,27 +305,24 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // so the plan fits by construction. Failures only cost the optimisation,
 // so they are logged, not returned; the Node's events retry.
 func (c *Controller) NominatePlanned(ctx context.Context, node *corev1.Node, claim string) {
-	keys := c.plans.HandedOffTo(node.Name, claim)
-	var nominated atomic.Int32
-	// The writes go out together: the node's pods wait on its taint, which
-	// goes only after the last of them.
-	workqueue.ParallelizeUntil(ctx, registrationWriters, len(keys), func(i int) {
+	nominated := 0
+	for _, key := range c.plans.HandedOffTo(node.Name, claim) {
 		pod := &corev1.Pod{}
-		if err := c.kubeClient.Get(ctx, keys[i], pod); err != nil {
-			return // gone, or not in the cache yet
+		if err := c.kubeClient.Get(ctx, key, pod); err != nil {
+			continue // gone, or not in the cache yet
 		}
 		if !waiting(pod) || !c.mayNominate(pod, node.Name) {
-			return
+			continue
 		}
 		if err := c.write(ctx, pod, node.Name, podRequests(pod)); err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 				log.FromContext(ctx).V(1).Info("Nominating pod at registration", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "error", err.Error())
 			}
-			return
+			continue
 		}
-		nominated.Add(1)
-	})
-	if nominated := nominated.Load(); nominated > 0 {
+		nominated++
+	}
+	if nominated > 0 {
 		log.FromContext(ctx).V(1).Info("Nominated pods to their planned node at registration", "Node", klog.KObj(node), "NodeClaim", claim, "pods", nominated)
 	}
 }
