@@ -3,8 +3,6 @@ package autoscaling_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/localcluster"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
@@ -23,20 +20,8 @@ import (
 // counters Dovetail keeps under Karpenter's names.
 func startScraped(t *testing.T, pools ...*v1.NodePool) int {
 	t.Helper()
-	ctx := context.Background()
-	objs := append([]client.Object{localcluster.DefaultNodeClass()}, asObjects(pools)...)
-	removeAtEnd(t, objs...)
-	for _, obj := range objs {
-		if err := testEnv.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %s: %v", env.Describe(obj), err)
-		}
-	}
 	port := freePort(t)
-	controller := run(t, func(opts *operator.Options) {
-		opts.DisruptionValidationDelay = time.Second
-		opts.MetricsPort = port
-	})
-	t.Cleanup(func() { teardown(t, controller) })
+	startDisruptionWith(t, func(opts *operator.Options) { opts.MetricsPort = port }, pools...)
 	return port
 }
 
@@ -60,18 +45,9 @@ func waitMetric(t *testing.T, port int, series, want string, match func(float64)
 	// Eventually fails the test through runtime.Goexit, which runs this.
 	defer func() { t.Logf("metric: %s", last) }()
 	env.Eventually(t, time.Minute, fmt.Sprintf("%s %s on /metrics", series, want), func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
-		if err != nil {
-			return false, fmt.Errorf("building the metrics request: %w", err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return false, fmt.Errorf("reading /metrics: %w", err)
+		data, ok, err := scrape(ctx, port)
+		if !ok || err != nil {
+			return false, err
 		}
 		for _, line := range strings.Split(string(data), "\n") {
 			if value, ok := strings.CutPrefix(line, series+" "); ok {

@@ -53,17 +53,8 @@ func TestMetricsUseKarpenterNames(t *testing.T) {
 	}
 	var body string
 	env.Eventually(t, time.Minute, "every expected metric on /metrics", func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
+		data, ok, err := scrape(ctx, port)
+		if !ok || err != nil {
 			return false, err
 		}
 		body = string(data)
@@ -77,6 +68,25 @@ func TestMetricsUseKarpenterNames(t *testing.T) {
 	if !strings.Contains(body, `karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"}`) {
 		t.Errorf("nodeclaims_created_total lacks the provisioning series:\n%s", grepLines(body, "karpenter_nodeclaims_created_total"))
 	}
+}
+
+// scrape reads the controller's /metrics on port; ok is false while the
+// server does not answer yet.
+func scrape(ctx context.Context, port int) (data []byte, ok bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("building the metrics request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer resp.Body.Close()
+	data, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading /metrics: %w", err)
+	}
+	return data, true, nil
 }
 
 func freePort(t *testing.T) int {

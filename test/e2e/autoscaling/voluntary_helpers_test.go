@@ -48,6 +48,13 @@ func nodeBudget(nodes string) v1.Budget { return v1.Budget{Nodes: intstr.Parse(n
 // batching and a 1 s validation delay until the test ends.
 func startDisruption(t *testing.T, pools ...*v1.NodePool) {
 	t.Helper()
+	startDisruptionWith(t, nil, pools...)
+}
+
+// startDisruptionWith is startDisruption with the controller's options
+// tuned further by tune (nil: none).
+func startDisruptionWith(t *testing.T, tune func(*operator.Options), pools ...*v1.NodePool) {
+	t.Helper()
 	ctx := context.Background()
 	objs := append([]client.Object{localcluster.DefaultNodeClass()}, asObjects(pools)...)
 	removeAtEnd(t, objs...)
@@ -56,7 +63,12 @@ func startDisruption(t *testing.T, pools ...*v1.NodePool) {
 			t.Fatalf("creating %s: %v", env.Describe(obj), err)
 		}
 	}
-	controller := run(t, func(opts *operator.Options) { opts.DisruptionValidationDelay = time.Second })
+	controller := run(t, func(opts *operator.Options) {
+		opts.DisruptionValidationDelay = time.Second
+		if tune != nil {
+			tune(opts)
+		}
+	})
 	t.Cleanup(func() { teardown(t, controller) })
 }
 
