@@ -114,7 +114,7 @@ chaos: controlplane ## Run the chaos suite: 20 iterations of faults during scale
 	DOVETAIL_CHAOS_ITERATIONS=$${DOVETAIL_CHAOS_ITERATIONS:-20} $(GO) test ./test/chaos -run TestChaos -v -count=1 -timeout 80m
 
 bench-e2e: controlplane ## Run the end-to-end benchmarks on the local control plane
-	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 60m
+	$(GO) test ./test/e2e/bench -run '^$$' -bench . -benchtime 1x -timeout 120m
 
 up: build controlplane ## Run a local cluster with Dovetail until interrupted
 	bin/dovetail up

@@ -4,5 +4,5 @@
 // time) and by the kernel (controller CPU seconds and peak RSS). They are
 // benchmarks, not tests: run them with
 //
-//	go test ./test/e2e/bench -run '^$' -bench . -benchtime 1x -timeout 60m
+//	go test ./test/e2e/bench -run '^$' -bench . -benchtime 1x -timeout 120m
 package bench
