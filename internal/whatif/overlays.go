@@ -3,6 +3,7 @@ package whatif
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -195,7 +196,7 @@ func OverlayInstanceTypes(o *Objects, types []*cloudprovider.InstanceType) *Over
 	for _, np := range o.NodePools {
 		ev := overlay.Evaluate([]overlay.Pool{{NodePool: np, InstanceTypes: types}}, parsed)
 		x.pools[np.Name] = newOverlaidPool(overlay.Apply(np, types, ev.Applied), types)
-		for _, name := range sortedKeys(ev.Conflicts) {
+		for _, name := range slices.Sorted(maps.Keys(ev.Conflicts)) {
 			use := uses[name]
 			use.NotApplied = joinNonEmpty(use.NotApplied, ev.Conflicts[name].Message())
 		}
@@ -287,15 +288,6 @@ func (x *Overlaid) PriceOverlaid(nodePool, instanceType, zone, capacityType stri
 // Uses lists the cluster's NodeOverlays by name with where they apply and
 // why not; empty without overlays.
 func (x *Overlaid) Uses() []OverlayUse { return slices.Clone(x.uses) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 func joinNonEmpty(a, b string) string {
 	if a == "" {
