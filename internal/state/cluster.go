@@ -449,9 +449,14 @@ func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *
 	return n
 }
 
-// Synced reports whether the model holds every NodeClaim and Node the
-// (cached) reader holds, with the same provider IDs. Controllers take no
-// decision while it is false.
+// Synced reports whether the model holds exactly the NodeClaims and Nodes
+// the (cached) reader holds, with the same provider IDs, apart from claims
+// the provisioner has just created and the reader does not list yet.
+// Controllers take no decision while it is false. Both directions matter:
+// a claim the model lacks would have its pods planned again, and a claim
+// the model still holds after the reader dropped it (a delete not yet
+// handled) would offer room that no longer exists, so pending pods would
+// get no NodeClaim in that pass.
 func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error) {
 	// Read in place, not copied: only names and provider IDs are compared.
 	claims := &v1.NodeClaimList{}
@@ -473,6 +478,24 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 	for i := range nodes.Items {
 		id, ok := c.nodeNames[nodes.Items[i].Name]
 		if !ok || id != nodeEntryID(&nodes.Items[i]) {
+			return false, nil
+		}
+	}
+	// Every listed object is in the model; equal counts mean nothing else is.
+	if len(c.nodeNames) != len(nodes.Items) {
+		return false, nil
+	}
+	if extra := len(c.claimNames) - len(claims.Items); extra > 0 {
+		listed := make(map[string]bool, len(claims.Items))
+		for i := range claims.Items {
+			listed[claims.Items[i].Name] = true
+		}
+		for name := range c.created {
+			if _, held := c.claimNames[name]; held && !listed[name] {
+				extra--
+			}
+		}
+		if extra > 0 {
 			return false, nil
 		}
 	}
