@@ -411,3 +411,83 @@ func TestRegistrationReadsAStaleNodeAgain(t *testing.T) {
 		t.Errorf("node labels %v lack %s", stored.Labels, v1.NodeRegisteredLabelKey)
 	}
 }
+
+// TestStaleCopyCostsNoWrite: a reconcile that reads a claim older than
+// the controller's own last write to it (the cache has not delivered the
+// write yet) is skipped. Before, it ran every phase again: it re-registered
+// the Node and ended in a conflicting status write, and in a 1,000-pod
+// scale-out half of the passes did that, registering each claim about five
+// times and delaying registration by seconds.
+func TestStaleCopyCostsNoWrite(t *testing.T) {
+	var mu sync.Mutex
+	writes := 0
+	count := func() {
+		mu.Lock()
+		writes++
+		mu.Unlock()
+	}
+	h := newHarnessWithClient(t, func(c client.Client) client.Client {
+		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				count()
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				count()
+				return c.Update(ctx, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				count()
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		})
+	})
+	ctx := context.Background()
+	nc := newClaim(t, "lifecycle-stale-copy")
+	launched, err := h.reconcile(t, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := registerNode(t, launched, "lifecycle-stale-copy-node")
+	h.seen(t, node)
+
+	// One pass registers the Node and writes the claim's status.
+	read := launched.DeepCopy()
+	if _, err := h.controller.Reconcile(ctx, read.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	registered := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), registered); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(registered, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Registered = %+v after the first pass, want True", c)
+	}
+	mu.Lock()
+	writes = 0
+	mu.Unlock()
+
+	// A pass on the copy that write replaced writes nothing and comes back.
+	result, err := h.controller.Reconcile(ctx, read.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	stale := writes
+	mu.Unlock()
+	if stale != 0 || result.RequeueAfter <= 0 {
+		t.Errorf("a pass on the superseded copy made %d writes and returned %+v, want none and a requeue", stale, result)
+	}
+
+	// The newer copy is reconciled as usual.
+	if _, err := h.controller.Reconcile(ctx, registered.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodeClaim{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(got, v1.ConditionTypeRegistered); c.Status != metav1.ConditionTrue {
+		t.Errorf("Registered = %+v after the pass on the newer copy, want True", c)
+	}
+}

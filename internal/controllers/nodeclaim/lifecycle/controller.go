@@ -58,6 +58,7 @@ type Controller struct {
 	opts          Options
 	nominator     Nominator
 	launches      *launchCache
+	superseded    *supersededVersions
 }
 
 // Nominator hands the plan for a registering Node to the kube-scheduler
@@ -76,7 +77,7 @@ func NewController(clk clock.Clock, kubeClient client.Client, apiReader client.R
 		apiReader = kubeClient
 	}
 	return &Controller{clock: clk, kubeClient: kubeClient, apiReader: apiReader, cloudProvider: cp, recorder: recorder, metrics: m, nominator: nominator, opts: opts,
-		launches: newLaunchCache(clk)}
+		launches: newLaunchCache(clk), superseded: newSupersededVersions(clk)}
 }
 
 // Name identifies the controller.
@@ -87,7 +88,14 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	// 1. Deleted claims belong to the termination controller.
 	if nc.DeletionTimestamp != nil {
 		c.launches.forget(nc.UID)
+		c.superseded.forget(nc.UID)
 		return reconcile.Result{}, nil
+	}
+	// A copy older than this controller's last write to the claim: the
+	// cache has not delivered the write yet, and its watch event will bring
+	// the claim back (the requeue is a safety net).
+	if c.superseded.isSuperseded(nc.UID, nc.ResourceVersion) {
+		return reconcile.Result{RequeueAfter: conflictRequeueDelay}, nil
 	}
 	// 2. The finalizer goes on before anything is launched, so that an
 	//    instance can never outlive its claim unnoticed.
@@ -97,6 +105,7 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
+		c.superseded.supersede(nc.UID, stored.ResourceVersion)
 	}
 	// 3. Run every phase in order on a working copy and join their errors,
 	//    as Karpenter does: a phase that fails does not stop the next ones,
@@ -184,6 +193,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
 		}
 		nc.Status = *status
+		c.superseded.supersede(nc.UID, version)
 		version = nc.ResourceVersion // our own write, not another's
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -197,6 +207,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 			}
 			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 		}
+		c.superseded.supersede(nc.UID, version)
 	}
 	return false, nil
 }
