@@ -10,6 +10,8 @@ import (
 
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
 	"github.com/dovetail-autoscaler/dovetail/internal/operator"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -63,11 +65,23 @@ func TestNodeRepairComposed(t *testing.T) {
 			t.Errorf("--feature-gates=%q: NodeRepair = %v, want %v", gates, opts.NodeRepair, want)
 		}
 		found := false
+		var asked, carried *health.Requests
 		for _, c := range controllers.NewControllers(controllers.Dependencies{Clock: clocktesting.NewFakeClock(time.Time{}), Cluster: state.NewCluster(clocktesting.NewFakeClock(time.Time{})), CloudProvider: fake.NewCloudProvider()}, opts) {
 			found = found || c.Name() == "node.health"
+			switch c := c.(type) {
+			case *health.Controller:
+				asked = c.Requests()
+			case *disrupter.Controller:
+				carried = c.Repairs()
+			}
 		}
 		if found != want {
 			t.Errorf("--feature-gates=%q: node.health composed = %v, want %v", gates, found, want)
+		}
+		// The disruption loop carries out the requests node.health makes,
+		// and none without it.
+		if asked != carried || (carried != nil) != want {
+			t.Errorf("--feature-gates=%q: node.health writes requests %p, the disruption loop reads %p", gates, asked, carried)
 		}
 	}
 }

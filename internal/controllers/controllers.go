@@ -91,6 +91,13 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 	if !opts.DisableNodeOverlay {
 		d.CloudProvider = overlay.Decorate(rawProvider, d.KubeClient, d.Clock)
 	}
+	// Node repair: the health controller asks, the disruption loop
+	// replaces (one set between them).
+	var repairs *health.Requests
+	if opts.NodeRepair && !opts.DryRun {
+		repairs = health.NewRequests()
+		opts.Disruption.Repairs = repairs
+	}
 	provisioner := provisioning.NewProvisioner(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Provisioning)
 	disruptionLoop, disruptionQueue := disrupter.NewController(d.Clock, d.KubeClient, d.Cluster, d.CloudProvider, d.Recorder, d.Metrics, opts.Disruption)
 	out := []Controller{}
@@ -109,7 +116,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		return append(out, readOnly...)
 	}
 	if opts.NodeRepair {
-		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, d.Metrics))
+		out = append(out, health.NewController(d.Clock, d.KubeClient, d.CloudProvider, d.Recorder, repairs))
 	}
 	if !opts.DisableNodeOverlay {
 		out = append(out, nodeoverlay.NewController(d.Clock, d.KubeClient, rawProvider, provisioner.Trigger))
@@ -167,7 +174,7 @@ func ReadOnly() map[string]string {
 		"nodeclaim.expiration":        "off: deletes expired NodeClaims",
 		"nodeclaim.disruption":        "off: writes the Drifted and Consolidatable conditions",
 		"nodeclaim.podevents":         "off: writes NodeClaim status.lastPodEventTime",
-		"node.health":                 "off: deletes unhealthy NodeClaims",
+		"node.health":                 "off: asks the disruption queue to replace unhealthy NodeClaims, which it then deletes",
 		"pod.handoff":                 "off: writes pods' status.nominatedNodeName (the plan handed to the kube-scheduler)",
 		"nodeoverlay":                 "off: writes NodeOverlay status conditions (shadow mode still applies the overlays, resolving conflicts per NodePool)",
 	}

@@ -8,9 +8,9 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// Decide takes one decision on the input: it tries emptiness, drift,
-// multi-node and single-node consolidation in that order and returns the
-// first command found, with every skip and the budgets it saw.
+// Decide takes one decision on the input: it tries repair, emptiness,
+// drift, multi-node and single-node consolidation in that order and
+// returns the first command found, with every skip and the budgets it saw.
 func Decide(in Input, opts Options) Outcome {
 	p := newPass(in, opts)
 	out := Outcome{Durations: map[Method]time.Duration{}, Eligible: p.eligible()}
@@ -19,6 +19,7 @@ func Decide(in Input, opts Options) Outcome {
 		method Method
 		run    func() *Command
 	}{
+		{MethodRepair, p.repair},
 		{MethodEmptiness, p.emptiness},
 		{MethodDrift, p.drift},
 		{MethodMultiNode, func() *Command {
@@ -41,7 +42,9 @@ func Decide(in Input, opts Options) Outcome {
 		}
 		start := p.started()
 		cmd := m.run()
-		if p.opts.Clock != nil {
+		// Repair is no Karpenter disruption method: its duration (a
+		// lookup, and one simulation when a node is due) is not reported.
+		if p.opts.Clock != nil && m.method != MethodRepair {
 			out.Durations[m.method] = p.opts.Clock.Since(start)
 		}
 		if cmd != nil {

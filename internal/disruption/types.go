@@ -48,6 +48,11 @@ type Input struct {
 	// Replacements names the NodeClaims that queued commands launched; they
 	// are not disrupted while their command runs.
 	Replacements map[string]bool
+	// Repairs names the NodeClaims the node.health controller asks to
+	// repair, each with why (for example "Ready=False since ..., longer
+	// than the 30m0s the cloud provider tolerates"); MethodRepair replaces
+	// them first, whatever the guards and budgets say.
+	Repairs map[string]string
 	// SkipConsolidation skips both consolidation methods (the controller
 	// sets it while nothing consolidation depends on has changed).
 	SkipConsolidation bool
@@ -87,8 +92,11 @@ const (
 // Method is a way of finding nodes to disrupt.
 type Method string
 
-// The methods, in the order Decide tries them.
+// The methods, in the order Decide tries them. Repair is Dovetail's name
+// for the node.health controller's repairs, which Karpenter carries out
+// outside its disruption methods.
 const (
+	MethodRepair     Method = "repair"
 	MethodEmptiness  Method = "emptiness"
 	MethodDrift      Method = "drift"
 	MethodMultiNode  Method = "multi-node-consolidation"
@@ -111,8 +119,14 @@ func (m Method) ConsolidationType() string {
 
 // NeedsValidation reports whether the method's commands wait the
 // validation delay and are re-simulated before they are carried out.
-// Drift is eventual and is not validated, as in Karpenter.
-func (m Method) NeedsValidation() bool { return m != MethodDrift }
+// Drift is eventual and is not validated, as in Karpenter; repair is
+// forced and is not validated either.
+func (m Method) NeedsValidation() bool { return m != MethodDrift && m != MethodRepair }
+
+// Forced reports whether the method's commands delete their candidates even
+// when their replacements fail or are not initialized in time, instead of
+// rolling back: repair's.
+func (m Method) Forced() bool { return m == MethodRepair }
 
 // Decision is what a command does: delete its candidates, or launch
 // replacements first and then delete them.
@@ -150,6 +164,9 @@ type Candidate struct {
 	// Drifted and DriftedSince come from the NodeClaim's Drifted condition.
 	Drifted      bool
 	DriftedSince time.Time
+	// Unhealthy says why the node is repaired (Input.Repairs); set on the
+	// candidates of repair commands only.
+	Unhealthy string
 }
 
 // NodeClaimName names the candidate's NodeClaim.
@@ -191,6 +208,10 @@ type Command struct {
 	// Plan is the simulation that justified the command: where the
 	// candidates' pods go. Nil for commands of empty nodes.
 	Plan *simulator.Plan
+	// NoReplacement says why a repair command deletes its candidate
+	// without replacements although it has pods to move (they fit nowhere
+	// the simulation could find); "" otherwise.
+	NoReplacement string
 }
 
 // Decision says whether the command deletes or replaces.
@@ -209,7 +230,11 @@ func (c *Command) Savings() float64 { return c.PriceBefore - c.PriceAfter }
 // with 1 node (c5.large; $0.085/h), saving $0.203/h".
 func (c *Command) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: ", c.Reason)
+	if why := c.unhealthy(); why != "" {
+		fmt.Fprintf(&b, "%s (%s): ", c.Reason, why)
+	} else {
+		fmt.Fprintf(&b, "%s: ", c.Reason)
+	}
 	verb := "deleting"
 	if c.Decision() == DecisionReplace {
 		verb = "replacing"
@@ -218,10 +243,25 @@ func (c *Command) String() string {
 	if c.Decision() == DecisionReplace {
 		fmt.Fprintf(&b, " with %s (%s; $%.3f/h)", plural(len(c.Replacements), "node"), replacementTypes(c.Replacements), c.PriceAfter)
 	}
+	if c.Method == MethodRepair {
+		if c.NoReplacement != "" {
+			fmt.Fprintf(&b, ", without replacement (%s)", c.NoReplacement)
+		}
+		return b.String()
+	}
 	if c.Reason != v1.DisruptionReasonDrifted || c.Savings() > 0 {
 		fmt.Fprintf(&b, ", saving $%.3f/h", c.Savings())
 	}
 	return b.String()
+}
+
+// unhealthy is why the command's first candidate is repaired, "" for
+// other commands.
+func (c *Command) unhealthy() string {
+	if c.Method != MethodRepair || len(c.Candidates) == 0 {
+		return ""
+	}
+	return c.Candidates[0].Unhealthy
 }
 
 func plural(n int, what string) string {

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -39,6 +40,10 @@ type Options struct {
 	MultiNodeTimeout, SingleNodeTimeout time.Duration
 	// Simulator tunes the scheduling simulations.
 	Simulator simulator.Options
+	// Repairs are the node.health controller's repair requests, which the
+	// loop carries out first (replacement first, forced); nil when node
+	// repair is off.
+	Repairs *health.Requests
 	// DryRun is shadow mode: every decision is published (events,
 	// dovetail_shadow_* metrics, logs) and none is carried out; no command
 	// is resumed and no leftover taint or condition is removed.
@@ -90,12 +95,17 @@ type Controller struct {
 func NewController(clk clock.WithTicker, kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
 	recorder events.Recorder, m *metrics.Metrics, opts Options) (*Controller, *Queue) {
 	q := NewQueue(clk, kubeClient, cluster, recorder, m, opts.ReplacementTimeout, opts.NominationWindow)
+	q.repairs = opts.Repairs
 	return &Controller{clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
 		queue: q, opts: opts, shadow: newShadowPublisher(recorder, m)}, q
 }
 
 // Name identifies the controller.
 func (c *Controller) Name() string { return "disruption" }
+
+// Repairs is the set of repair requests the loop carries out; nil when node
+// repair is off.
+func (c *Controller) Repairs() *health.Requests { return c.opts.Repairs }
 
 // Register adds the loop to the manager.
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
@@ -105,10 +115,15 @@ func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 // NeedLeaderElection makes the loop run on the leader only.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
-// Start runs passes until ctx ends.
+// Start runs passes until ctx ends. A new repair request starts a pass at
+// once.
 func (c *Controller) Start(ctx context.Context) error {
 	// The operator's manager starts runnables with its logger in ctx.
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	var repairs <-chan struct{} // nil: never ready
+	if c.opts.Repairs != nil {
+		repairs = c.opts.Repairs.Changed()
+	}
 	for {
 		wait, err := c.Reconcile(ctx)
 		if err != nil {
@@ -118,6 +133,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-repairs:
 		case <-c.clock.After(wait):
 		}
 	}
@@ -160,8 +176,12 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 	} else {
 		c.shadow.publish(ctx, nil)
 	}
-	// 3. A command waiting for validation: re-check it once the delay is over.
+	// 3. A command waiting for validation: re-check it once the delay is
+	// over. A repair does not wait for it.
 	if c.pending != nil {
+		if started, err := c.repairFirst(ctx, in); started || err != nil {
+			return 0, err
+		}
 		if wait := c.validateAt.Sub(in.Now); wait > 0 {
 			return wait, nil
 		}
@@ -184,7 +204,8 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 		return c.opts.PollPeriod, nil
 	}
 	c.memo = 0
-	// 5. Validate consolidation after the delay; carry drift out at once.
+	// 5. Validate consolidation after the delay; carry drift and repair out
+	// at once.
 	if out.Command.Method.NeedsValidation() && c.opts.ValidationDelay > 0 {
 		c.pending, c.validateAt = out.Command, in.Now.Add(c.opts.ValidationDelay)
 		log.FromContext(ctx).V(1).Info("Validating disruption decision after the delay", "delay", c.opts.ValidationDelay.String(),
@@ -192,6 +213,21 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 		return c.opts.ValidationDelay, nil
 	}
 	return 0, c.start(ctx, out.Command)
+}
+
+// repairFirst starts a repair command, if one is due, while a consolidation
+// command waits for its validation.
+func (c *Controller) repairFirst(ctx context.Context, in disruption.Input) (bool, error) {
+	if len(in.Repairs) == 0 {
+		return false, nil
+	}
+	opts := c.decisionOptions()
+	opts.Methods = []disruption.Method{disruption.MethodRepair}
+	out := disruption.Decide(in, opts)
+	if out.Command == nil {
+		return false, nil
+	}
+	return true, c.start(ctx, out.Command)
 }
 
 func (c *Controller) decisionOptions() disruption.Options {

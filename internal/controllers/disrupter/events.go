@@ -114,10 +114,20 @@ func waitingEvent(obj runtime.Object, name string, cmd *command) events.Event {
 	}
 }
 
+// terminatingEvent says why a node is deleted; for a repair, also that its
+// replacements were not waited for, if so, and that its pods do not wait
+// on evictions.
 func terminatingEvent(obj runtime.Object, name string, cmd *command) events.Event {
+	msg := "Disrupting node: " + cmd.explanation
+	if cmd.forced {
+		if cmd.forcedWhy != "" {
+			msg += " (not waiting for the replacements: " + cmd.forcedWhy + ")"
+		}
+		msg += "; its pods are deleted without waiting for evictions"
+	}
 	return events.Event{
 		InvolvedObject: obj, Type: corev1.EventTypeNormal, Reason: ReasonDisruptionTerminating,
-		Message: "Disrupting node: " + cmd.explanation, DedupeValues: []string{name, cmd.id},
+		Message: msg, DedupeValues: []string{name, cmd.id},
 	}
 }
 

@@ -20,8 +20,8 @@ import (
 
 // input gathers the view of the cluster a decision is taken on: the
 // machines of the model, every NodePool with its instance types, PDBs,
-// pending pods, volumes and namespaces (from the cache), and the commands
-// in progress.
+// pending pods, volumes and namespaces (from the cache), the commands in
+// progress and the repairs the node.health controller asks for.
 func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 	in := disruption.Input{
 		Now:          c.clock.Now(),
@@ -29,6 +29,13 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 		DaemonSets:   c.cluster.DaemonSets(),
 		Disrupting:   c.queue.Disrupting(),
 		Replacements: c.queue.Replacements(),
+	}
+	if c.opts.Repairs != nil {
+		requests := c.opts.Repairs.Snapshot()
+		in.Repairs = make(map[string]string, len(requests))
+		for name, req := range requests {
+			in.Repairs[name] = req.Why()
+		}
 	}
 	pools := &v1.NodePoolList{}
 	pdbs := &policyv1.PodDisruptionBudgetList{}

@@ -12,13 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 )
 
 // voluntaryReason reports a DisruptionReason value this controller writes
-// and may therefore clear; Expired belongs to the expiration controller.
+// and may therefore clear (Unhealthy, a repair's, included); Expired
+// belongs to the expiration controller.
 func voluntaryReason(reason string) bool {
 	switch v1.DisruptionReason(reason) {
-	case v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized:
+	case v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized, disruption.DisruptionReasonUnhealthy:
 		return true
 	}
 	return false

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -42,9 +43,11 @@ const (
 	unseenReplacement = time.Minute
 )
 
-// candidateRef is a node a command disrupts.
+// candidateRef is a node a command disrupts. condition is, for a repair,
+// the condition label of karpenter_nodeclaims_unhealthy_disrupted_total.
 type candidateRef struct {
 	claim, node, providerID, pool string
+	condition                     string
 }
 
 // command is a disruption in progress.
@@ -63,6 +66,11 @@ type command struct {
 	starting, rollingBack bool
 	rollbackWhy           string
 	marked                bool
+	// forced commands (repairs) delete their candidates when their
+	// replacements fail, instead of rolling back; forcedWhy says why they
+	// did not wait for them.
+	forced    bool
+	forcedWhy string
 }
 
 // Queue carries disruption commands out; see the package documentation.
@@ -74,6 +82,9 @@ type Queue struct {
 	metrics    *metrics.Metrics
 	timeout    time.Duration
 	nominate   time.Duration
+	// repairs are the node.health controller's requests, read for the
+	// condition of a repaired node; nil without node repair.
+	repairs *health.Requests
 
 	// work serialises everything that reads or changes a command:
 	// StartCommand runs on the disruption controller's goroutine, the
@@ -200,9 +211,14 @@ func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error 
 		id: fmt.Sprintf("%s-%d", dc.Candidates[0].NodeClaimName(), now.UnixNano()), reason: dc.Reason, method: dc.Method,
 		decision: dc.Decision(), explanation: dc.String(), started: now, starting: true,
 		seen: map[string]bool{}, nodeNames: map[string]string{}, deleted: map[string]bool{},
+		forced: dc.Method.Forced(),
 	}
 	for _, c := range dc.Candidates {
-		cmd.candidates = append(cmd.candidates, candidateRef{claim: c.NodeClaimName(), node: c.Name(), providerID: c.ProviderID(), pool: c.NodePool.Name})
+		ref := candidateRef{claim: c.NodeClaimName(), node: c.Name(), providerID: c.ProviderID(), pool: c.NodePool.Name}
+		if cmd.forced {
+			ref.condition = q.repairCondition(c.NodeClaimName())
+		}
+		cmd.candidates = append(cmd.candidates, ref)
 	}
 	q.work.Lock()
 	defer q.work.Unlock()
@@ -222,15 +238,24 @@ func (q *Queue) StartCommand(ctx context.Context, dc *disruption.Command) error 
 			return errors.Join(err, q.rollback(ctx, cmd, "recording the disruption reason failed: "+err.Error()))
 		}
 	}
-	// 2. Launch the replacements.
+	// 2. Launch the replacements. A repair goes on with those launched,
+	// or none.
 	names, err := q.launch(ctx, dc, cmd)
 	cmd.replacements = names
-	if err != nil {
+	switch {
+	case err != nil && cmd.forced:
+		cmd.forcedWhy = "launching replacements failed: " + err.Error()
+		logger.Error(err, "Launching replacements of unhealthy nodes, repairing them anyway", "launched", names)
+	case err != nil:
 		return errors.Join(err, q.rollback(ctx, cmd, "launching replacements failed: "+err.Error()))
 	}
-	q.metrics.DisruptionDecisions.WithLabelValues(string(cmd.decision), metricReason(cmd.reason), dc.Method.ConsolidationType()).Inc()
-	for _, c := range cmd.candidates {
-		q.metrics.DisruptionDecisionsByNodePool.WithLabelValues(string(cmd.decision), metricReason(cmd.reason), c.pool).Inc()
+	// Repairs are no voluntary disruption (Karpenter counts them in
+	// karpenter_nodeclaims_disrupted_total only).
+	if !cmd.forced {
+		q.metrics.DisruptionDecisions.WithLabelValues(string(cmd.decision), metricReason(cmd.reason), dc.Method.ConsolidationType()).Inc()
+		for _, c := range cmd.candidates {
+			q.metrics.DisruptionDecisionsByNodePool.WithLabelValues(string(cmd.decision), metricReason(cmd.reason), c.pool).Inc()
+		}
 	}
 	logger.V(0).Info("Disrupting nodes", "nodes", nodeNames(cmd), "replacements", cmd.replacements, "explanation", cmd.explanation)
 	// 3. Hand it to the queue loop; without replacements, finish now.
@@ -322,7 +347,7 @@ func (q *Queue) step(ctx context.Context, cmd *command) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			if cmd.seen[name] || now.Sub(cmd.started) > unseenReplacement {
-				return q.rollback(ctx, cmd, fmt.Sprintf("replacement NodeClaim %s was deleted", name))
+				return q.giveUp(ctx, cmd, fmt.Sprintf("replacement NodeClaim %s was deleted", name))
 			}
 			continue
 		case err != nil:
@@ -333,15 +358,18 @@ func (q *Queue) step(ctx context.Context, cmd *command) error {
 			cmd.nodeNames[name] = nc.Status.NodeName
 		}
 		if !nc.DeletionTimestamp.IsZero() {
-			return q.rollback(ctx, cmd, fmt.Sprintf("replacement NodeClaim %s is being deleted", name))
+			return q.giveUp(ctx, cmd, fmt.Sprintf("replacement NodeClaim %s is being deleted", name))
 		}
 		if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 			initialized++
 		}
 	}
 	// 2. A NodePool that goes away takes its nodes with it; stop here so
-	// that no candidate is left half-drained by us.
+	// that no candidate is left half-drained by us. A repair goes on.
 	for _, c := range cmd.candidates {
+		if cmd.forced {
+			break
+		}
 		np := &v1.NodePool{}
 		if err := q.kubeClient.Get(ctx, client.ObjectKey{Name: c.pool}, np); apierrors.IsNotFound(err) || (err == nil && !np.DeletionTimestamp.IsZero()) {
 			return q.rollback(ctx, cmd, fmt.Sprintf("NodePool %s is being deleted", c.pool))
@@ -356,7 +384,7 @@ func (q *Queue) step(ctx context.Context, cmd *command) error {
 	}
 	// 4. Give up after the timeout.
 	if now.Sub(cmd.started) > q.timeout {
-		return q.rollback(ctx, cmd, fmt.Sprintf("replacements were not initialized within %s", q.timeout))
+		return q.giveUp(ctx, cmd, fmt.Sprintf("replacements were not initialized within %s", q.timeout))
 	}
 	// 5. Carry on once every replacement is initialized.
 	if initialized == len(cmd.replacements) && cmd.marked {
@@ -398,7 +426,37 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// finish deletes the candidates; termination drains them.
+// giveUp ends a command whose replacements failed: a forced one deletes its
+// candidates anyway (its replacements stay, for the pods to go to), any
+// other is rolled back.
+func (q *Queue) giveUp(ctx context.Context, cmd *command, why string) error {
+	if !cmd.forced {
+		return q.rollback(ctx, cmd, why)
+	}
+	if cmd.forcedWhy == "" {
+		cmd.forcedWhy = why
+		log.FromContext(ctx).V(0).Info("Repairing unhealthy nodes without waiting for their replacements", "command", cmd.id,
+			"nodes", nodeNames(cmd), "replacements", cmd.replacements, "why", why)
+	}
+	return q.finish(ctx, cmd)
+}
+
+// repairCondition is the metric label of the condition the NodeClaim is
+// repaired for, as the node.health controller requested it; "unknown" when
+// the request is gone (a command resumed after a restart, for a node that
+// recovered meanwhile).
+func (q *Queue) repairCondition(claim string) string {
+	if q.repairs != nil {
+		if req, ok := q.repairs.Get(claim); ok {
+			return req.ConditionLabel()
+		}
+	}
+	return "unknown"
+}
+
+// finish deletes the candidates; termination drains them. The candidates
+// of a repair get a termination deadline of now first, so that their
+// drain does not wait on evictions a dead kubelet cannot carry out.
 func (q *Queue) finish(ctx context.Context, cmd *command) error {
 	if !cmd.marked {
 		q.mark(cmd)
@@ -413,12 +471,25 @@ func (q *Queue) finish(ctx context.Context, cmd *command) error {
 		if !nc.DeletionTimestamp.IsZero() || cmd.deleted[c.claim] {
 			continue // a retry after a partial failure counts each node once
 		}
+		if cmd.forced {
+			if err := health.AnnotateTerminationTime(ctx, q.kubeClient, nc, q.clock.Now()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if err := q.kubeClient.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); err != nil {
 			errs = append(errs, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim %s: %w", c.claim, err)))
 			continue
 		}
 		cmd.deleted[c.claim] = true
 		q.metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.reason), c.pool).Inc()
+		if cmd.forced {
+			condition := c.condition
+			if condition == "" || condition == "unknown" {
+				condition = q.repairCondition(c.claim)
+			}
+			q.metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(condition, c.pool, nc.Labels[v1.CapacityTypeLabelKey], nc.Status.ImageID).Inc()
+		}
 		q.publish(ctx, c, func(obj client.Object, name string) events.Event { return terminatingEvent(obj, name, cmd) })
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -56,8 +56,10 @@ func (q *Queue) remember(cmd *command) {
 // Recover re-derives the commands a previous controller left waiting for
 // their replacements: replacement NodeClaims name the claims they replace,
 // and candidates still carry the DisruptionReason this controller set.
-// Such commands resume with a fresh timeout; candidates without a command
-// are rolled back by the controller's cleanup.
+// Such commands resume with a fresh timeout; a repair's (reason Unhealthy)
+// resumes forced. Candidates without a command are rolled back by the
+// controller's cleanup (a repair whose node is still due is then asked
+// for again by the node.health controller).
 func (q *Queue) Recover(ctx context.Context) error {
 	q.work.Lock()
 	defer q.work.Unlock()
@@ -97,6 +99,11 @@ func (q *Queue) Recover(ctx context.Context) error {
 		}
 		if len(cmd.candidates) == 0 {
 			continue // done (candidates deleted) or rolled back
+		}
+		// A repair resumes forced: its candidates go, with or without
+		// their replacements.
+		if cmd.reason == disruption.DisruptionReasonUnhealthy {
+			cmd.method, cmd.forced = disruption.MethodRepair, true
 		}
 		for _, r := range cmd.replacements {
 			cmd.seen[r] = true

@@ -1,248 +1,56 @@
 package repair_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
-	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/kwok"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/termination/eviction"
-	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
-	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
-	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
-	"github.com/dovetail-autoscaler/dovetail/internal/testing/testlog"
+	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 )
 
-// harness is one NodePool of kwok nodes, the repair controller and the
-// termination finalizers on the manager's cached client and a fake clock.
-type harness struct {
-	t        *testing.T
-	ctx      context.Context
-	clock    *clocktesting.FakeClock
-	cloud    *kwok.CloudProvider
-	events   *env.EventLog
-	metrics  *metrics.Metrics
-	cached   client.Client
-	pool     *v1.NodePool
-	class    string
-	repair   *health.Controller
-	claims   *termination.NodeClaimController
-	nodes    *termination.NodeController
-	ready    map[string]time.Time // node -> when it turned NotReady (zero: Ready)
-	nodeName []string
-}
-
-func newHarness(t *testing.T) *harness {
-	t.Helper()
-	ctx := log.IntoContext(context.Background(), testlog.Logger(t, 1))
-	// Seconds: condition times are stored with second precision.
-	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	cloud, err := kwok.New(testEnv.Client, clk, kwok.Options{Partition: "t-" + rand.String(8)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := metrics.New(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, ctx: ctx, clock: clk, cloud: cloud, events: &env.EventLog{}, metrics: m, ready: map[string]time.Time{}}
-	mgr := testEnv.StartManager(t, func(manager.Manager) error { return nil })
-	h.cached = mgr.GetClient()
-	h.repair = health.NewController(clk, h.cached, cloud, h.events, m)
-	h.claims = termination.NewNodeClaimController(clk, h.cached, cloud, h.events, m)
-	h.nodes = termination.NewNodeController(clk, h.cached, cloud, h.events, m, eviction.NewQueue(clk, h.cached, h.events, m))
-
-	nodeClass := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "kwok-" + rand.String(8)}}
-	if err := testEnv.Client.Create(ctx, nodeClass); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kwok.NewNodeClassController(testEnv.Client, clk).Reconcile(ctx, nodeClass); err != nil {
-		t.Fatal(err)
-	}
-	h.class = nodeClass.Name
-	h.pool = testEnv.CreateReadyNodePool(t, dtesting.MakeNodePool("repair-"+rand.String(6)).Obj())
-	t.Cleanup(h.cleanup)
-	return h
-}
-
-// launch creates n NodeClaims of the pool and their kwok Nodes, Ready, both
-// with the termination finalizer as the lifecycle controller leaves them.
-func (h *harness) launch(n int) {
+// expectRepaired checks that the claim is being deleted with a termination
+// deadline of now, that its DisruptionReason is Unhealthy, that
+// DisruptionTerminating was published containing want, and that the repair
+// was counted once.
+func (h *harness) expectRepaired(name, want string) {
 	h.t.Helper()
-	for range n {
-		claim := &v1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: h.pool.Name + "-" + rand.String(6), Labels: map[string]string{v1.NodePoolLabelKey: h.pool.Name},
-				Finalizers: []string{v1.TerminationFinalizer}},
-			Spec: v1.NodeClaimSpec{
-				NodeClaimTemplateSpec: v1.NodeClaimTemplateSpec{
-					Requirements: []v1.NodeSelectorRequirementWithMinValues{
-						{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large"}},
-						{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-					},
-					NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: h.class},
-				},
-				Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			},
-		}
-		if err := testEnv.Client.Create(h.ctx, claim); err != nil {
-			h.t.Fatalf("creating nodeclaim: %v", err)
-		}
-		created, err := h.cloud.Create(h.ctx, claim)
-		if err != nil {
-			h.t.Fatalf("launching %s: %v", claim.Name, err)
-		}
-		stored := claim.DeepCopy()
-		stored.Labels = created.Labels
-		if err := testEnv.Client.Update(h.ctx, stored); err != nil {
-			h.t.Fatal(err)
-		}
-		stored.Status.ProviderID, stored.Status.NodeName, stored.Status.ImageID = created.Status.ProviderID, claim.Name, "kwok-image"
-		if err := testEnv.Client.Status().Update(h.ctx, stored); err != nil {
-			h.t.Fatal(err)
-		}
-		node := h.node(claim.Name)
-		controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
-		if err := testEnv.Client.Update(h.ctx, node); err != nil {
-			h.t.Fatal(err)
-		}
-		h.nodeName = append(h.nodeName, node.Name)
-		h.setReady(node.Name, corev1.ConditionTrue)
+	claim, ok := h.claim(name)
+	if !ok || claim.DeletionTimestamp.IsZero() {
+		h.t.Fatalf("claim %s not deleted", name)
 	}
-	h.waitForCache()
-}
-
-// setReady sets the node's Ready condition, changed now.
-func (h *harness) setReady(name string, status corev1.ConditionStatus) {
-	h.t.Helper()
-	node := h.node(name)
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
-		LastHeartbeatTime: metav1.NewTime(h.clock.Now()), LastTransitionTime: metav1.NewTime(h.clock.Now())}}
-	if err := testEnv.Client.Status().Update(h.ctx, node); err != nil {
-		h.t.Fatalf("setting Ready=%s on %s: %v", status, name, err)
+	if got, want := claim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey], h.clock.Now().UTC().Format(time.RFC3339); got != want {
+		h.t.Errorf("termination timestamp %q, want %q (now)", got, want)
 	}
-	if status == corev1.ConditionTrue {
-		delete(h.ready, name)
-	} else {
-		h.ready[name] = h.clock.Now()
+	if cond := meta.FindStatusCondition(claim.Status.Conditions, v1.ConditionTypeDisruptionReason); cond == nil || cond.Reason != string(disruption.DisruptionReasonUnhealthy) {
+		h.t.Errorf("DisruptionReason %+v, want Unhealthy", cond)
+	}
+	h.events.Expect(h.t, health.ReasonTerminating, name, want)
+	h.events.Expect(h.t, health.ReasonTerminating, name, "its pods are deleted without waiting for evictions")
+	if a, b := h.repaired(); a != 1 || b != 1 {
+		h.t.Errorf(`karpenter_nodeclaims_disrupted_total{reason="unhealthy"} = %v, karpenter_nodeclaims_unhealthy_disrupted_total{condition="ready"} = %v; want 1, 1`, a, b)
+	}
+	if got := counter(h.t, h.metrics.DisruptionDecisions.WithLabelValues("replace", health.MetricReason, "")) +
+		counter(h.t, h.metrics.DisruptionDecisions.WithLabelValues("delete", health.MetricReason, "")); got != 0 {
+		h.t.Errorf("a repair counted as a voluntary disruption decision (%v)", got)
 	}
 }
 
-// waitForCache waits until the cache sees every node's Ready condition and
-// every claim's provider ID.
-func (h *harness) waitForCache() {
-	h.t.Helper()
-	env.Eventually(h.t, 30*time.Second, "the cache to see the nodes and claims", func(ctx context.Context) (bool, error) {
-		for _, name := range h.nodeName {
-			node := &corev1.Node{}
-			if err := h.cached.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-				return false, err
-			}
-			want := corev1.ConditionTrue
-			if _, sick := h.ready[name]; sick {
-				want = corev1.ConditionFalse
-			}
-			if len(node.Status.Conditions) != 1 || node.Status.Conditions[0].Status != want {
-				return false, nil
-			}
-			claim := &v1.NodeClaim{}
-			if err := h.cached.Get(ctx, client.ObjectKey{Name: name}, claim); err != nil {
-				return false, err
-			}
-			if claim.Status.ProviderID == "" {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
-func (h *harness) node(name string) *corev1.Node {
-	h.t.Helper()
-	node := &corev1.Node{}
-	if err := testEnv.Client.Get(h.ctx, client.ObjectKey{Name: name}, node); err != nil {
-		h.t.Fatalf("getting node %s: %v", name, err)
-	}
-	return node
-}
-
-func (h *harness) claim(name string) (*v1.NodeClaim, bool) {
-	h.t.Helper()
-	claim := &v1.NodeClaim{}
-	err := testEnv.Client.Get(h.ctx, client.ObjectKey{Name: name}, claim)
-	if client.IgnoreNotFound(err) != nil {
-		h.t.Fatal(err)
-	}
-	return claim, err == nil
-}
-
-// reconcile runs the repair controller once on the stored node.
-func (h *harness) reconcile(name string) reconcile.Result {
-	h.t.Helper()
-	res, err := h.repair.Reconcile(h.ctx, h.node(name))
-	if err != nil {
-		h.t.Fatalf("reconciling node %s: %v", name, err)
-	}
-	return res
-}
-
-// counter reads a counter's value.
-func counter(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	m := &dto.Metric{}
-	if err := c.Write(m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
-func (h *harness) repaired() (float64, float64) {
-	return counter(h.t, h.metrics.NodeClaimsDisrupted.WithLabelValues(health.MetricReason, h.pool.Name)),
-		counter(h.t, h.metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues("ready", h.pool.Name, v1.CapacityTypeOnDemand, "kwok-image"))
-}
-
-func (h *harness) cleanup() {
-	ctx := context.Background()
-	for _, name := range h.nodeName {
-		for _, obj := range []client.Object{&corev1.Node{}, &v1.NodeClaim{}} {
-			if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
-				continue
-			}
-			if len(obj.GetFinalizers()) > 0 {
-				patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-				obj.SetFinalizers(nil)
-				_ = testEnv.Client.Patch(ctx, obj, patch)
-			}
-			_ = testEnv.Client.Delete(ctx, obj)
-		}
-	}
-}
-
-// TestNotReadyNodeIsRepairedAfterItsToleration: 1 of 5 kwok nodes turns
-// NotReady. During the provider's toleration the controller only asks to
-// come back when it ends; then it deletes the NodeClaim with a termination
-// deadline of now, publishes DisruptionTerminating and counts the repair,
-// and termination takes the dead node and its claim away at once (no drain
-// waits on a kubelet that is gone).
+// TestNotReadyNodeIsRepairedAfterItsToleration: 1 of 5 kwok nodes, empty,
+// turns NotReady. During the provider's toleration the controller only
+// asks to come back when it ends and nothing is requested; then it asks for
+// the repair, the disruption loop deletes the NodeClaim (no pod to place,
+// no replacement) with a termination deadline of now, publishes
+// DisruptionTerminating and counts the repair once, and termination takes
+// the dead node and its claim away at once (no drain waits on a kubelet
+// that is gone).
 func TestNotReadyNodeIsRepairedAfterItsToleration(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, nil)
 	h.launch(5)
 	toleration := h.cloud.RepairPolicies()[0].TolerationDuration
 	sick := h.nodeName[0]
@@ -262,6 +70,10 @@ func TestNotReadyNodeIsRepairedAfterItsToleration(t *testing.T) {
 	if res := h.reconcile(sick); res.RequeueAfter != time.Second {
 		t.Errorf("1s before the end of the toleration: requeue after %v, want 1s", res.RequeueAfter)
 	}
+	if _, ok := h.requests.Get(sick); ok {
+		t.Error("repair requested during the toleration")
+	}
+	h.decide()
 	if claim, ok := h.claim(sick); !ok || !claim.DeletionTimestamp.IsZero() {
 		t.Fatalf("claim deleted during the toleration")
 	}
@@ -269,62 +81,46 @@ func TestNotReadyNodeIsRepairedAfterItsToleration(t *testing.T) {
 		t.Errorf("repairs counted during the toleration: %v, %v", a, b)
 	}
 
-	// 3. The toleration ends: the claim is deleted, its deadline is now.
+	// 3. The toleration ends: the repair is requested (and looked at again
+	// a minute later); the health controller deletes nothing itself.
 	h.clock.Step(time.Second)
-	if res := h.reconcile(sick); !res.IsZero() {
-		t.Errorf("repair: result %+v, want none", res)
+	if res := h.reconcile(sick); res.RequeueAfter != health.BlockedRecheck {
+		t.Errorf("repair requested: result %+v, want a look again after %v", res, health.BlockedRecheck)
 	}
-	claim, ok := h.claim(sick)
-	if !ok || claim.DeletionTimestamp.IsZero() {
-		t.Fatalf("claim %s not deleted after the toleration", sick)
+	if req, ok := h.requests.Get(sick); !ok || req.Condition.Type != corev1.NodeReady || req.Unhealthy != 1 || req.Total != 5 {
+		t.Fatalf("request %+v (%v), want Ready, 1 of 5 unhealthy", req, ok)
 	}
-	if got, want := claim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey], h.clock.Now().UTC().Format(time.RFC3339); got != want {
-		t.Errorf("termination timestamp %q, want %q (now)", got, want)
+	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() {
+		t.Fatal("the health controller deleted the claim itself")
 	}
-	h.events.Expect(t, health.ReasonTerminating, sick, "Unhealthy (Ready=False since")
-	if a, b := h.repaired(); a != 1 || b != 1 {
-		t.Errorf(`karpenter_nodeclaims_disrupted_total{reason="unhealthy"} = %v, karpenter_nodeclaims_unhealthy_disrupted_total{condition="ready"} = %v; want 1, 1`, a, b)
-	}
+
+	// 4. The disruption loop carries it out: empty, so deleted at once.
+	h.decide()
+	h.expectRepaired(sick, "Unhealthy (Ready=False since")
 	for _, other := range h.nodeName[1:] {
 		if claim, ok := h.claim(other); !ok || !claim.DeletionTimestamp.IsZero() {
 			t.Errorf("healthy node %s's claim deleted", other)
 		}
 	}
 
-	// 4. A second pass on the same node does not count it again.
-	if _, err := h.repair.Reconcile(h.ctx, h.node(sick)); err != nil {
-		t.Fatal(err)
-	}
+	// 5. Another pass on the same node does not count it again.
+	h.decide()
 	if a, _ := h.repaired(); a != 1 {
 		t.Errorf("repairs counted twice: %v", a)
 	}
 
-	// 5. Termination: the claim deletes its Node; the NotReady node whose
-	// instance is going is not drained; then the claim goes.
-	env.Eventually(t, 30*time.Second, "termination to remove the node and its claim", func(ctx context.Context) (bool, error) {
-		if claim, ok := h.claim(sick); ok {
-			if _, err := h.claims.Reconcile(ctx, claim); err != nil {
-				return false, err
-			}
-		}
-		node := &corev1.Node{}
-		if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: sick}, node); err == nil {
-			if _, err := h.nodes.Reconcile(ctx, node); err != nil {
-				return false, err
-			}
-			return false, nil
-		}
-		_, ok := h.claim(sick)
-		return !ok, nil
-	})
+	// 6. Termination: the claim deletes its Node; the NotReady node whose
+	// instance is going is not drained; then the claim goes, and its
+	// request with the Node.
+	h.terminate(sick)
 }
 
 // TestRepairBlockedWhenMoreThan20PercentUnhealthy: with 2 of 5 nodes
-// NotReady past their toleration nothing is repaired and NodeRepairBlocked
-// names the count on the NodePool, the Node and the NodeClaim; once one
-// recovers, the other is repaired on the next look.
+// NotReady past their toleration nothing is requested or repaired and
+// NodeRepairBlocked names the count on the NodePool, the Node and the
+// NodeClaim; once one recovers, the other is repaired on the next look.
 func TestRepairBlockedWhenMoreThan20PercentUnhealthy(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, nil)
 	h.launch(5)
 	toleration := h.cloud.RepairPolicies()[0].TolerationDuration
 	a, b := h.nodeName[0], h.nodeName[1]
@@ -337,6 +133,12 @@ func TestRepairBlockedWhenMoreThan20PercentUnhealthy(t *testing.T) {
 		if res := h.reconcile(name); res.RequeueAfter != health.BlockedRecheck {
 			t.Errorf("blocked %s: requeue after %v, want %v", name, res.RequeueAfter, health.BlockedRecheck)
 		}
+	}
+	if got := h.requests.Snapshot(); len(got) != 0 {
+		t.Errorf("repairs requested while blocked: %v", got)
+	}
+	h.decide()
+	for _, name := range []string{a, b} {
 		if claim, ok := h.claim(name); !ok || !claim.DeletionTimestamp.IsZero() {
 			t.Errorf("claim %s deleted with 2 of 5 nodes unhealthy", name)
 		}
@@ -355,14 +157,172 @@ func TestRepairBlockedWhenMoreThan20PercentUnhealthy(t *testing.T) {
 	// b recovers: 1 of 5 is within the 20%, so a is repaired.
 	h.setReady(b, corev1.ConditionTrue)
 	h.waitForCache()
-	if res := h.reconcile(a); !res.IsZero() {
-		t.Errorf("repair after recovery: result %+v", res)
-	}
-	if claim, ok := h.claim(a); !ok || claim.DeletionTimestamp.IsZero() {
-		t.Errorf("claim %s not repaired once 1 of 5 is unhealthy", a)
-	}
+	h.reconcile(a)
+	h.reconcile(b)
+	h.decide()
+	h.expectRepaired(a, "Unhealthy")
 	if claim, _ := h.claim(b); !claim.DeletionTimestamp.IsZero() {
 		t.Errorf("recovered node %s repaired", b)
 	}
-	h.events.Expect(t, health.ReasonTerminating, a, "Unhealthy")
+}
+
+// sickWithPods launches two full nodes (a pod of 1500m each on an
+// m5.large) and turns the first NotReady past its toleration; its pod, also
+// annotated do-not-disrupt, fits on no other node. The repair is
+// requested.
+func (h *harness) sickWithPods() (sick, healthy string) {
+	h.t.Helper()
+	h.launch(2)
+	sick, healthy = h.nodeName[0], h.nodeName[1]
+	p := h.pod("sick-pod", sick, "1500m")
+	p.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := testEnv.Client.Update(h.ctx, p); err != nil {
+		h.t.Fatal(err)
+	}
+	h.pod("healthy-pod", healthy, "1500m")
+	h.setReady(sick, corev1.ConditionFalse)
+	h.waitForCache()
+	h.clock.Step(h.cloud.RepairPolicies()[0].TolerationDuration)
+	h.reconcile(sick)
+	if _, ok := h.requests.Get(sick); !ok {
+		h.t.Fatal("repair not requested")
+	}
+	return sick, healthy
+}
+
+// TestReplacementComesFirst: the unhealthy node's pod needs a new node, so
+// the repair launches a replacement first: the node is tainted, the claim
+// says why, and it is deleted only once the replacement is initialized,
+// do-not-disrupt notwithstanding.
+func TestReplacementComesFirst(t *testing.T) {
+	h := newHarness(t, nil)
+	sick, healthy := h.sickWithPods()
+
+	h.decide()
+	repl := h.replacements(sick)
+	if len(repl) != 1 {
+		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
+	}
+	if node := h.node(sick); !hasTaint(node, v1.DisruptedTaintKey) {
+		t.Errorf("unhealthy node not tainted %s", v1.DisruptedTaintKey)
+	}
+	h.events.Expect(t, disrupter.ReasonDisruptionLaunching, sick, "Launching NodeClaim "+repl[0].Name)
+
+	// Not initialized yet: however many steps, the unhealthy claim stays.
+	for range 3 {
+		h.step()
+		h.clock.Step(10 * time.Second)
+	}
+	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() {
+		t.Fatal("the unhealthy claim was deleted before its replacement was initialized")
+	}
+	h.events.Expect(t, disrupter.ReasonDisruptionWaitingReadiness, sick, repl[0].Name)
+	if a, _ := h.repaired(); a != 0 {
+		t.Errorf("repair counted before the deletion: %v", a)
+	}
+
+	// Initialized: the unhealthy claim goes, the replacement stays.
+	h.initialize(repl[0])
+	h.step()
+	claim, ok := h.claim(repl[0].Name)
+	if !ok || !claim.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(claim.Status.Conditions, v1.ConditionTypeInitialized) {
+		t.Fatalf("replacement %s not there and initialized", repl[0].Name)
+	}
+	h.expectRepaired(sick, "Unhealthy (Ready=False since")
+	h.events.Expect(t, health.ReasonTerminating, sick, "replacing 1 node")
+	if claim, _ := h.claim(healthy); !claim.DeletionTimestamp.IsZero() {
+		t.Error("the healthy node was disrupted")
+	}
+	if n := h.queue.Len(); n != 0 {
+		t.Errorf("%d commands left in the queue", n)
+	}
+}
+
+// TestRepairIsForcedWhenTheReplacementIsLate: a replacement that is not
+// initialized within the replacement timeout does not roll the repair
+// back: the unhealthy claim is deleted anyway, with its termination
+// deadline, and the replacement stays for the pods.
+func TestRepairIsForcedWhenTheReplacementIsLate(t *testing.T) {
+	h := newHarness(t, func(o *disrupter.Options) { o.ReplacementTimeout = time.Minute })
+	sick, _ := h.sickWithPods()
+
+	h.decide()
+	repl := h.replacements(sick)
+	if len(repl) != 1 {
+		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
+	}
+	h.step()
+	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() {
+		t.Fatal("deleted before the timeout")
+	}
+	h.clock.Step(time.Minute + time.Second)
+	h.step()
+	h.expectRepaired(sick, "not waiting for the replacements: replacements were not initialized within 1m0s")
+	if claim, ok := h.claim(repl[0].Name); !ok || !claim.DeletionTimestamp.IsZero() {
+		t.Error("the replacement was deleted: a repair is not rolled back")
+	}
+	if got := h.events.Messages(disrupter.ReasonDisruptionRolledBack, sick); len(got) != 0 {
+		t.Errorf("repair rolled back: %q", got)
+	}
+	if n := h.queue.Len(); n != 0 {
+		t.Errorf("%d commands left in the queue", n)
+	}
+}
+
+// TestRestartResumesTheRepair: a new disruption controller finds the
+// repair a previous one left waiting for its replacement (from the
+// replacement's annotation and the Unhealthy reason) and resumes it
+// forced: when the replacement is late, the unhealthy claim is deleted
+// rather than rolled back.
+func TestRestartResumesTheRepair(t *testing.T) {
+	h := newHarness(t, func(o *disrupter.Options) { o.ReplacementTimeout = time.Minute })
+	sick, _ := h.sickWithPods()
+	h.decide()
+	repl := h.replacements(sick)
+	if len(repl) != 1 {
+		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
+	}
+
+	h.restart()
+	h.decide()
+	if n := h.queue.Len(); n != 1 {
+		t.Fatalf("the new queue holds %d commands, want the resumed repair", n)
+	}
+	if node := h.node(sick); !hasTaint(node, v1.DisruptedTaintKey) {
+		t.Fatal("the resumed repair's node was untainted")
+	}
+	h.clock.Step(time.Minute + time.Second)
+	h.step()
+	h.expectRepaired(sick, "not waiting for the replacements")
+	if claim, ok := h.claim(repl[0].Name); !ok || !claim.DeletionTimestamp.IsZero() {
+		t.Error("the replacement was deleted: a resumed repair is not rolled back")
+	}
+}
+
+// TestRecoveredNodeIsNotRepaired: a node that recovers before the loop
+// takes its request has the request dropped, and is left alone.
+func TestRecoveredNodeIsNotRepaired(t *testing.T) {
+	h := newHarness(t, nil)
+	sick, _ := h.sickWithPods()
+	h.setReady(sick, corev1.ConditionTrue)
+	h.waitForCache()
+	if res := h.reconcile(sick); !res.IsZero() {
+		t.Errorf("recovered node: result %+v, want none", res)
+	}
+	if _, ok := h.requests.Get(sick); ok {
+		t.Fatal("request kept after the node recovered")
+	}
+	h.decide()
+	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() || len(h.replacements(sick)) != 0 {
+		t.Error("a recovered node was repaired")
+	}
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
-	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 )
 
 // MetricReason is the reason label of karpenter_nodeclaims_disrupted_total
@@ -34,59 +33,81 @@ const MetricReason = "unhealthy"
 // looked at again: the other nodes recovering does not change this Node.
 const BlockedRecheck = time.Minute
 
-// Controller replaces managed nodes that have been unhealthy for longer than
-// the cloud provider's repair policies tolerate.
+// Controller finds managed nodes that have been unhealthy for longer than
+// the cloud provider's repair policies tolerate and asks the disruption
+// controller to replace them (Requests).
 type Controller struct {
 	clock         clock.Clock
 	kubeClient    client.Client
 	cloudProvider cloudprovider.CloudProvider
 	recorder      events.Recorder
-	metrics       *metrics.Metrics
+	requests      *Requests
 }
 
 // NewController returns the node repair controller. kubeClient must be the
 // manager's cached client: NodeClaims are found through the provider-ID
-// index of internal/indexes.
+// index of internal/indexes. requests is the set the disruption controller
+// reads; the controller is its only writer.
 func NewController(clk clock.Clock, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider,
-	recorder events.Recorder, m *metrics.Metrics) *Controller {
-	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cloudProvider, recorder: recorder, metrics: m}
+	recorder events.Recorder, requests *Requests) *Controller {
+	return &Controller{clock: clk, kubeClient: kubeClient, cloudProvider: cloudProvider, recorder: recorder, requests: requests}
 }
 
 // Name identifies the controller, as Karpenter names it.
 func (c *Controller) Name() string { return "node.health" }
 
-// Register watches Nodes that have a provider ID and are not being deleted.
+// Requests is the set the controller writes its repair requests to.
+func (c *Controller) Requests() *Requests { return c.requests }
+
+// Register watches Nodes that have a provider ID (those being deleted too,
+// so that their requests are dropped).
 func (c *Controller) Register(_ context.Context, mgr manager.Manager) error {
 	err := builder.ControllerManagedBy(mgr).
 		Named(c.Name()).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.(*corev1.Node).Spec.ProviderID != "" && o.GetDeletionTimestamp().IsZero()
+			return o.(*corev1.Node).Spec.ProviderID != ""
 		}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
-		Complete(reconcile.AsReconciler(mgr.GetClient(), c))
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			node := &corev1.Node{}
+			if err := mgr.GetClient().Get(ctx, req.NamespacedName, node); err != nil {
+				if apierrors.IsNotFound(err) {
+					c.requests.RemoveNode(req.Name)
+				}
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			return c.Reconcile(ctx, node)
+		}))
 	if err != nil {
 		return fmt.Errorf("building %s controller: %w", c.Name(), err)
 	}
 	return nil
 }
 
-// Reconcile repairs the node once a repair policy's toleration has elapsed,
-// or comes back when it will have.
+// Reconcile asks for the node's repair once a repair policy's toleration
+// has elapsed (and the safeguard allows it), or comes back when it will
+// have; a node that recovered, or is going, has its request dropped.
 func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
 	// 1. Nodes being deleted, and healthy nodes, need nothing (the common
 	// case costs no list).
 	if !node.DeletionTimestamp.IsZero() || node.Spec.ProviderID == "" {
+		c.drop(ctx, node, "Node is being deleted")
 		return reconcile.Result{}, nil
 	}
 	policies := c.cloudProvider.RepairPolicies()
 	cond, policy, repairAt, unhealthy := UnhealthyCondition(node, policies)
 	if !unhealthy {
+		c.drop(ctx, node, "Node is healthy again")
 		return reconcile.Result{}, nil
 	}
 	// 2. Only nodes Dovetail launched are repaired.
 	nodeClaim, err := c.nodeClaimOf(ctx, node)
-	if err != nil || nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if nodeClaim == nil || !nodeClaim.DeletionTimestamp.IsZero() {
+		c.drop(ctx, node, "NodeClaim is gone or being deleted")
+		return reconcile.Result{}, nil
 	}
 	poolName := nodeClaim.Labels[v1.NodePoolLabelKey]
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("NodeClaim", klog.KObj(nodeClaim), "NodePool", klog.KRef("", poolName)))
@@ -94,6 +115,7 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	// 3. Not yet: come back when the toleration ends.
 	now := c.clock.Now()
 	if wait := repairAt.Sub(now); wait > 0 {
+		c.drop(ctx, node, "toleration not over")
 		log.FromContext(ctx).V(1).Info("Node is unhealthy, waiting for the end of its toleration",
 			"condition", string(cond.Type), "status", string(cond.Status), "since", cond.LastTransitionTime.UTC().Format(time.RFC3339),
 			"toleration", policy.TolerationDuration.String(), "repairAt", repairAt.UTC().Format(time.RFC3339))
@@ -109,31 +131,32 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 	switch d.Action {
 	case Repair:
 	case Blocked:
+		c.drop(ctx, node, "too many nodes are unhealthy")
 		return reconcile.Result{RequeueAfter: BlockedRecheck}, c.blocked(ctx, node, nodeClaim, poolName, d)
 	default: // the condition changed between the two reads
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 
-	// 5. Repair: no drain deadline left, then delete the claim.
-	if err := c.annotateTerminationTime(ctx, nodeClaim, now); err != nil {
-		return reconcile.Result{}, err
+	// 5. Repair: ask the disruption controller, which launches the
+	// replacement, waits for it (or not, when it cannot), and deletes the
+	// claim with no drain deadline left. Look again in a while: the
+	// safeguard's count may change before the repair starts.
+	req := Request{NodeClaim: nodeClaim.Name, Node: node.Name, Condition: d.Condition, Policy: d.Policy, Unhealthy: d.Unhealthy, Total: d.Total}
+	if c.requests.Add(req) {
+		log.FromContext(ctx).V(0).Info("Requesting the repair of unhealthy Node",
+			"condition", string(d.Condition.Type), "status", string(d.Condition.Status), "since", d.Condition.LastTransitionTime.UTC().Format(time.RFC3339),
+			"toleration", d.Policy.TolerationDuration.String(), "unhealthyNodes", d.Unhealthy, "nodes", d.Total)
 	}
-	// The precondition makes a reconcile on a stale copy a no-op rather
-	// than a second count.
-	if err := c.kubeClient.Delete(ctx, nodeClaim, client.Preconditions{UID: &nodeClaim.UID, ResourceVersion: &nodeClaim.ResourceVersion}); err != nil {
-		if apierrors.IsConflict(err) {
-			return reconcile.Result{RequeueAfter: time.Second}, nil
+	return reconcile.Result{RequeueAfter: BlockedRecheck}, nil
+}
+
+// drop removes the node's repair request, if it has one.
+func (c *Controller) drop(ctx context.Context, node *corev1.Node, why string) {
+	for claim, req := range c.requests.Snapshot() {
+		if req.Node == node.Name && c.requests.Remove(claim) {
+			log.FromContext(ctx).V(0).Info("Dropped the repair request of Node", "Node", klog.KObj(node), "NodeClaim", klog.KRef("", claim), "why", why)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting unhealthy nodeclaim: %w", err))
 	}
-	c.metrics.NodeClaimsDisrupted.WithLabelValues(MetricReason, poolName).Inc()
-	c.metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(SnakeCase(string(d.Condition.Type)), poolName,
-		node.Labels[v1.CapacityTypeLabelKey], nodeClaim.Status.ImageID).Inc()
-	c.recorder.Publish(repairEvents(node, nodeClaim, d)...)
-	log.FromContext(ctx).V(0).Info("Deleted NodeClaim of unhealthy Node",
-		"condition", string(d.Condition.Type), "status", string(d.Condition.Status), "since", d.Condition.LastTransitionTime.UTC().Format(time.RFC3339),
-		"toleration", d.Policy.TolerationDuration.String(), "unhealthyNodes", d.Unhealthy, "nodes", d.Total)
-	return reconcile.Result{}, nil
 }
 
 // nodeClaimOf returns the node's NodeClaim, or nil if there is not exactly one.
@@ -188,12 +211,13 @@ func (c *Controller) blocked(ctx context.Context, node *corev1.Node, nodeClaim *
 	return nil
 }
 
-// annotateTerminationTime sets karpenter.sh/nodeclaim-termination-timestamp
+// AnnotateTerminationTime sets karpenter.sh/nodeclaim-termination-timestamp
 // to now, unless the claim already has an earlier deadline, so that the
 // drain deletes the pods of the dead node at once instead of waiting on
 // evictions its kubelet cannot carry out. Termination keeps a deadline it
-// finds.
-func (c *Controller) annotateTerminationTime(ctx context.Context, nodeClaim *v1.NodeClaim, now time.Time) error {
+// finds. The disruption controller calls it just before it deletes the
+// NodeClaim of a repair.
+func AnnotateTerminationTime(ctx context.Context, kubeClient client.Client, nodeClaim *v1.NodeClaim, now time.Time) error {
 	if value, ok := nodeClaim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; ok {
 		if t, err := time.Parse(time.RFC3339, value); err == nil && !t.After(now) {
 			return nil
@@ -205,10 +229,10 @@ func (c *Controller) annotateTerminationTime(ctx context.Context, nodeClaim *v1.
 	}
 	value := now.UTC().Format(time.RFC3339)
 	nodeClaim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = value
-	if err := c.kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("annotating unhealthy nodeclaim with its termination time: %w", err))
+	if err := kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("annotating unhealthy nodeclaim %s with its termination time: %w", nodeClaim.Name, err))
 	}
-	log.FromContext(ctx).V(1).Info("Annotated NodeClaim with its termination time", "terminationTime", value)
+	log.FromContext(ctx).V(1).Info("Annotated NodeClaim with its termination time", "NodeClaim", klog.KObj(nodeClaim), "terminationTime", value)
 	return nil
 }
 

@@ -12,7 +12,9 @@ import (
 
 // Event reasons, as Karpenter names them.
 const (
-	// ReasonTerminating is published on the Node and NodeClaim a repair deletes.
+	// ReasonTerminating is published on the Node and NodeClaim a repair
+	// deletes; the disruption controller, which carries repairs out,
+	// publishes it.
 	ReasonTerminating = "DisruptionTerminating"
 	// ReasonBlocked is published on the Node, NodeClaim and NodePool when the
 	// safeguard holds a repair back.
@@ -25,15 +27,6 @@ const blockedDedupe = 5 * time.Minute
 
 func conditionText(d Decision) string {
 	return fmt.Sprintf("%s=%s since %s", d.Condition.Type, d.Condition.Status, d.Condition.LastTransitionTime.UTC().Format(time.RFC3339))
-}
-
-func repairEvents(node *corev1.Node, nodeClaim *v1.NodeClaim, d Decision) []events.Event {
-	msg := fmt.Sprintf("Disrupting Node: Unhealthy (%s, longer than the %s the cloud provider tolerates); its pods are deleted without waiting for evictions",
-		conditionText(d), d.Policy.TolerationDuration)
-	return []events.Event{
-		{InvolvedObject: node, Type: corev1.EventTypeNormal, Reason: ReasonTerminating, Message: msg, DedupeValues: []string{string(node.UID), "unhealthy"}},
-		{InvolvedObject: nodeClaim, Type: corev1.EventTypeNormal, Reason: ReasonTerminating, Message: msg, DedupeValues: []string{string(nodeClaim.UID), "unhealthy"}},
-	}
 }
 
 // blockedMessage names the count the safeguard refused.
