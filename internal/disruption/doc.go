@@ -7,12 +7,15 @@
 // skipped and why, so that the controller can explain each skip with an
 // event. Validate re-checks a command on a later view of the cluster.
 //
-// The methods run in Karpenter v1's order and the first that yields a
-// command wins: emptiness (delete empty nodes), drift (replace drifted
-// nodes, replacement first), multi-node consolidation (the largest prefix
-// of the ordered candidates whose pods fit on the rest of the cluster plus
-// at most one strictly cheaper node) and single-node consolidation.
-// Candidates pass the same guards for every method (initialized, not being
+// The methods run in Karpenter v1's order, after repair, and the first
+// that yields a command wins: repair (replace the unhealthy nodes the
+// node.health controller asks for, Input.Repairs, replacement first and
+// forced; none of the guards or budgets below applies to it), emptiness
+// (delete empty nodes), drift (replace drifted nodes, replacement first),
+// multi-node consolidation (the largest prefix of the ordered candidates
+// whose pods fit on the rest of the cluster plus at most one strictly
+// cheaper node) and single-node consolidation.
+// Other candidates pass the same guards for every method (initialized, not being
 // deleted, not nominated, no karpenter.sh/do-not-disrupt pod or node, no
 // PDB that forbids an eviction) and are ordered by savings per unit of
 // disruption cost. Every command stays within the NodePools' disruption

@@ -1,5 +1,7 @@
 // Package disrupter removes nodes that are empty, under-used or drifted,
-// inside the NodePools' disruption budgets, with no pod left homeless.
+// inside the NodePools' disruption budgets, with no pod left homeless, and
+// carries out node repair: it replaces the unhealthy nodes the node.health
+// controller asks it to (health.Requests), replacement first.
 //
 // Controller is a singleton loop (leader only). Each pass it waits for the
 // cluster-state model to be synced, rolls back disruption left half-done
@@ -25,4 +27,17 @@
 // is not initialized within the replacement timeout, or the NodePool goes
 // away, the command is rolled back: taints and conditions removed,
 // replacements deleted, marks undone.
+//
+// Repair commands (method repair, reason Unhealthy) come first in every
+// pass, ignore do-not-disrupt, PDBs and budgets, are started at once (also
+// while another command waits for validation; a new request wakes the
+// loop) and are forced: where another command would roll back (a
+// replacement that failed to launch, was deleted or is late, a NodePool
+// going away) a repair deletes its candidate anyway, replacements kept.
+// Before deleting, the queue sets the claim's
+// karpenter.sh/nodeclaim-termination-timestamp to now (the drain then does
+// not wait on evictions a dead kubelet cannot carry out), and counts the
+// repair in karpenter_nodeclaims_disrupted_total{reason="unhealthy"} and
+// karpenter_nodeclaims_unhealthy_disrupted_total once per NodeClaim. A
+// restarted queue resumes a repair forced.
 package disrupter

@@ -3,15 +3,19 @@ package autoscaling_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/nodewatch"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/workloads"
@@ -84,10 +88,12 @@ func repairPool(name string) *v1.NodePool {
 
 // TestNodeRepairReplacesAnUnhealthyNode: one of a pool's 3 nodes has been
 // NotReady for an hour, past the kwok provider's 10-minute toleration. Its
-// NodeClaim is deleted (DisruptionTerminating "Unhealthy" on the Node and
-// the NodeClaim, karpenter_nodeclaims_disrupted_total{reason="unhealthy"}
-// counts it), the node goes without waiting on the kubelet that is gone,
-// and its pod runs again on a new node. The healthy nodes stay.
+// pod fits on no other node, so a replacement NodeClaim is launched first,
+// and the unhealthy NodeClaim is deleted only once the replacement is
+// initialized (DisruptionTerminating "Unhealthy" on the Node and the
+// NodeClaim, karpenter_nodeclaims_disrupted_total{reason="unhealthy"}
+// counts it); the node goes without waiting on the kubelet that is gone,
+// and its pod runs again on the new node. The healthy nodes stay.
 func TestNodeRepairReplacesAnUnhealthyNode(t *testing.T) {
 	const pool = "repair"
 	port := startScraped(t, repairPool(pool))
@@ -103,7 +109,26 @@ func TestNodeRepairReplacesAnUnhealthyNode(t *testing.T) {
 
 	since := time.Now().Add(-time.Hour).Truncate(time.Second)
 	sicken(t, sick, since)
-	want := fmt.Sprintf("Disrupting Node: Unhealthy (Ready=False since %s, longer than the 10m0s the cloud provider tolerates)",
+	// Replacement first: when the unhealthy claim is first seen deleting,
+	// its replacement is there and was initialized no later.
+	var deleted metav1.Time
+	env.Eventually(t, 2*time.Minute, "the unhealthy node's NodeClaim to be deleted", func(ctx context.Context) (bool, error) {
+		nc := &v1.NodeClaim{}
+		if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: claim}, nc); err != nil {
+			return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
+		}
+		if nc.DeletionTimestamp == nil {
+			return false, nil
+		}
+		deleted = *nc.DeletionTimestamp
+		return true, nil
+	})
+	if deleted.IsZero() {
+		t.Errorf("NodeClaim %s went before its deletion could be seen; the replacement's order is not checked", claim)
+	} else {
+		expectReplacedFirst(t, claim, deleted.Time)
+	}
+	want := fmt.Sprintf("Disrupting node: Unhealthy (Ready=False since %s, longer than the 10m0s the cloud provider tolerates): replacing 1 node",
 		since.UTC().Format(time.RFC3339))
 	eventOn(t, "DisruptionTerminating", sick, want)
 	eventOn(t, "DisruptionTerminating", claim, want)
@@ -138,6 +163,31 @@ func TestNodeRepairReplacesAnUnhealthyNode(t *testing.T) {
 			t.Errorf("healthy node %s was disrupted", n)
 		}
 	}
+}
+
+// expectReplacedFirst fails unless a NodeClaim replacing claim exists and
+// was Initialized no later than deleted, the time claim was deleted (both
+// to the second, as the API stores them).
+func expectReplacedFirst(t *testing.T, claim string, deleted time.Time) {
+	t.Helper()
+	list := &v1.NodeClaimList{}
+	if err := testEnv.Client.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range list.Items {
+		if !slices.Contains(strings.Split(nc.Annotations[nodeclaimutil.ReplacesAnnotationKey], ","), claim) {
+			continue
+		}
+		cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Fatalf("replacement %s of %s is not initialized although %s is being deleted", nc.Name, claim, claim)
+		}
+		if cond.LastTransitionTime.Truncate(time.Second).After(deleted.Truncate(time.Second)) {
+			t.Errorf("replacement %s initialized at %s, after %s was deleted at %s", nc.Name, cond.LastTransitionTime.UTC(), claim, deleted.UTC())
+		}
+		return
+	}
+	t.Fatalf("no NodeClaim annotated %s=%s: the unhealthy node was deleted without a replacement first", nodeclaimutil.ReplacesAnnotationKey, claim)
 }
 
 // TestNodeRepairBlockedWhenTooManyAreUnhealthy: 2 of a pool's 3 nodes have

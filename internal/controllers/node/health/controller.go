@@ -152,10 +152,8 @@ func (c *Controller) Reconcile(ctx context.Context, node *corev1.Node) (reconcil
 
 // drop removes the node's repair request, if it has one.
 func (c *Controller) drop(ctx context.Context, node *corev1.Node, why string) {
-	for claim, req := range c.requests.Snapshot() {
-		if req.Node == node.Name && c.requests.Remove(claim) {
-			log.FromContext(ctx).V(0).Info("Dropped the repair request of Node", "Node", klog.KObj(node), "NodeClaim", klog.KRef("", claim), "why", why)
-		}
+	for _, claim := range c.requests.RemoveNode(node.Name) {
+		log.FromContext(ctx).V(0).Info("Dropped the repair request of Node", "Node", klog.KObj(node), "NodeClaim", klog.KRef("", claim), "why", why)
 	}
 }
 
@@ -229,7 +227,10 @@ func AnnotateTerminationTime(ctx context.Context, kubeClient client.Client, node
 	}
 	value := now.UTC().Format(time.RFC3339)
 	nodeClaim.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = value
-	if err := kubeClient.Patch(ctx, nodeClaim, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A merge patch of the one annotation, without a resourceVersion
+	// lock: the claim has just been written (its DisruptionReason), so the
+	// cached copy is often behind, and no other field is touched.
+	if err := kubeClient.Patch(ctx, nodeClaim, client.MergeFrom(stored)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("annotating unhealthy nodeclaim %s with its termination time: %w", nodeClaim.Name, err))
 	}
 	log.FromContext(ctx).V(1).Info("Annotated NodeClaim with its termination time", "NodeClaim", klog.KObj(nodeClaim), "terminationTime", value)

@@ -79,15 +79,19 @@ func (r *Requests) Remove(nodeClaim string) bool {
 	return ok
 }
 
-// RemoveNode drops the requests of the named Node (a Node that is gone).
-func (r *Requests) RemoveNode(node string) {
+// RemoveNode drops the requests of the named Node and returns the
+// NodeClaims they were for.
+func (r *Requests) RemoveNode(node string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var out []string
 	for claim, req := range r.byClaim {
 		if req.Node == node {
 			delete(r.byClaim, claim)
+			out = append(out, claim)
 		}
 	}
+	return out
 }
 
 // Get returns the request of the NodeClaim.
