@@ -7,11 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/node/health"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/shadow"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // expectRepaired checks that the claim is being deleted with a termination
@@ -316,6 +319,29 @@ func TestRecoveredNodeIsNotRepaired(t *testing.T) {
 	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() || len(h.replacements(sick)) != 0 {
 		t.Error("a recovered node was repaired")
 	}
+}
+
+// TestShadowPoolNodeIsNotRepaired: the node of a NodePool annotated
+// shadow-only is left alone by the live loop, and its repair is published
+// as a shadow decision instead.
+func TestShadowPoolNodeIsNotRepaired(t *testing.T) {
+	h := newHarness(t, nil)
+	env.Get(h.ctx, t, testEnv.Client, h.pool)
+	np := h.pool.DeepCopy()
+	patch := client.MergeFrom(h.pool)
+	np.Annotations = map[string]string{shadow.AnnotationKey: "true"}
+	if err := testEnv.Client.Patch(h.ctx, np, patch); err != nil {
+		t.Fatal(err)
+	}
+	sick, _ := h.sickWithPods()
+	h.decide()
+	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() || len(h.replacements(sick)) != 0 {
+		t.Fatal("a shadow pool's node was repaired")
+	}
+	if node := h.node(sick); hasTaint(node, v1.DisruptedTaintKey) {
+		t.Error("a shadow pool's node was tainted")
+	}
+	h.events.Expect(t, shadow.ReasonDisrupt, sick, "Would disrupt: Unhealthy (Ready=False since")
 }
 
 func hasTaint(node *corev1.Node, key string) bool {
