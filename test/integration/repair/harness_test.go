@@ -186,7 +186,12 @@ func (h *harness) initialize(claim *v1.NodeClaim) {
 	node.Finalizers = append(node.Finalizers, v1.TerminationFinalizer)
 	node.Labels[v1.NodeRegisteredLabelKey] = "true"
 	node.Labels[v1.NodeInitializedLabelKey] = "true"
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
+	// Registration removes the unregistered taint; the node lifecycle
+	// controller (not running here) the not-ready one the API server's
+	// admission adds to a new Node.
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == v1.UnregisteredTaintKey || t.Key == corev1.TaintNodeNotReady
+	})
 	if err := testEnv.Client.Update(h.ctx, node); err != nil {
 		h.t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -318,6 +319,40 @@ func TestRecoveredNodeIsNotRepaired(t *testing.T) {
 	h.decide()
 	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() || len(h.replacements(sick)) != 0 {
 		t.Error("a recovered node was repaired")
+	}
+}
+
+// TestRepairDoesNotWaitForAValidation: while an emptiness decision waits
+// its validation delay, a repair requested meanwhile is carried out on the
+// next pass (its pod moves to the empty node, which is no candidate of a
+// queued command yet: the repair deletes at once).
+func TestRepairDoesNotWaitForAValidation(t *testing.T) {
+	h := newHarness(t, nil)
+	env.Get(h.ctx, t, testEnv.Client, h.pool)
+	np := h.pool.DeepCopy()
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("100%")}}
+	if err := testEnv.Client.Patch(h.ctx, np, client.MergeFrom(h.pool)); err != nil {
+		t.Fatal(err)
+	}
+	h.launch(3)
+	sick, busy, empty := h.nodeName[0], h.nodeName[1], h.nodeName[2]
+	h.pod("sick-pod", sick, "1500m")
+	h.pod("busy-pod", busy, "1500m")
+	h.setReady(sick, corev1.ConditionFalse)
+	h.waitForCache()
+
+	// The empty node's deletion waits for its validation.
+	h.decide()
+	if claim, _ := h.claim(empty); !claim.DeletionTimestamp.IsZero() {
+		t.Fatal("the empty node was deleted before its validation")
+	}
+	h.clock.Step(h.cloud.RepairPolicies()[0].TolerationDuration)
+	h.reconcile(sick)
+	h.decide()
+	h.expectRepaired(sick, "Unhealthy (Ready=False since")
+	if claim, _ := h.claim(empty); !claim.DeletionTimestamp.IsZero() {
+		t.Error("the empty node's validation was cut short")
 	}
 }
 
