@@ -109,29 +109,15 @@ func TestNodeRepairReplacesAnUnhealthyNode(t *testing.T) {
 
 	since := time.Now().Add(-time.Hour).Truncate(time.Second)
 	sicken(t, sick, since)
-	// Replacement first: when the unhealthy claim is first seen deleting,
-	// its replacement is there and was initialized no later.
-	var deleted metav1.Time
-	env.Eventually(t, 2*time.Minute, "the unhealthy node's NodeClaim to be deleted", func(ctx context.Context) (bool, error) {
-		nc := &v1.NodeClaim{}
-		if err := testEnv.Client.Get(ctx, client.ObjectKey{Name: claim}, nc); err != nil {
-			return client.IgnoreNotFound(err) == nil, client.IgnoreNotFound(err)
-		}
-		if nc.DeletionTimestamp == nil {
-			return false, nil
-		}
-		deleted = *nc.DeletionTimestamp
-		return true, nil
-	})
-	if deleted.IsZero() {
-		t.Errorf("NodeClaim %s went before its deletion could be seen; the replacement's order is not checked", claim)
-	} else {
-		expectReplacedFirst(t, claim, deleted.Time)
-	}
 	want := fmt.Sprintf("Disrupting node: Unhealthy (Ready=False since %s, longer than the 10m0s the cloud provider tolerates): replacing 1 node",
 		since.UTC().Format(time.RFC3339))
 	eventOn(t, "DisruptionTerminating", sick, want)
 	eventOn(t, "DisruptionTerminating", claim, want)
+	// Replacement first: the claim waited for its replacement, which was
+	// initialized no later than the claim was deleted (the
+	// DisruptionTerminating event, published right after the deletion).
+	eventOn(t, "DisruptionWaitingReadiness", claim, "Waiting on readiness of NodeClaim")
+	expectReplacedFirst(t, claim, eventTime(t, "DisruptionTerminating", claim))
 	waitGone(t, 2*time.Minute, sick)
 	env.Eventually(t, time.Minute, "the unhealthy node's NodeClaim to be gone", func(ctx context.Context) (bool, error) {
 		err := testEnv.Client.Get(ctx, client.ObjectKey{Name: claim}, &v1.NodeClaim{})
@@ -166,8 +152,8 @@ func TestNodeRepairReplacesAnUnhealthyNode(t *testing.T) {
 }
 
 // expectReplacedFirst fails unless a NodeClaim replacing claim exists and
-// was Initialized no later than deleted, the time claim was deleted (both
-// to the second, as the API stores them).
+// was Initialized no later than deleted, when claim was deleted (both to
+// the second, as the API stores them).
 func expectReplacedFirst(t *testing.T, claim string, deleted time.Time) {
 	t.Helper()
 	list := &v1.NodeClaimList{}
@@ -188,6 +174,31 @@ func expectReplacedFirst(t *testing.T, claim string, deleted time.Time) {
 		return
 	}
 	t.Fatalf("no NodeClaim annotated %s=%s: the unhealthy node was deleted without a replacement first", nodeclaimutil.ReplacesAnnotationKey, claim)
+}
+
+// eventTime is when Dovetail first published the event with the reason
+// about the object.
+func eventTime(t *testing.T, reason, object string) time.Time {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := testEnv.Client.List(context.Background(), list, client.InNamespace("default")); err != nil {
+		t.Fatalf("listing events: %v", err)
+	}
+	var first time.Time
+	for _, e := range list.Items {
+		if e.Reason != reason || e.Source.Component != "dovetail" || e.InvolvedObject.Name != object {
+			continue
+		}
+		for _, at := range []time.Time{e.FirstTimestamp.Time, e.EventTime.Time, e.LastTimestamp.Time} {
+			if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+	}
+	if first.IsZero() {
+		t.Fatalf("no %s event about %s with a time", reason, object)
+	}
+	return first
 }
 
 // TestNodeRepairBlockedWhenTooManyAreUnhealthy: 2 of a pool's 3 nodes have
