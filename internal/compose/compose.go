@@ -102,6 +102,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
 	opts.NodeRepair = gates.NodeRepair
 	opts.DisableNodeOverlay = !gates.NodeOverlay
+	opts.Provisioning.EarlyProvisioning = gates.EarlyProvisioning
 	opts.Disruption.NominationWindow = opts.Provisioning.NominationWindow()
 	opts.Disruption.Simulator = opts.Provisioning.Simulator
 	opts.DryRun = o.DryRun

@@ -85,3 +85,13 @@ func TestNodeRepairComposed(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyProvisioningComposed: the EarlyProvisioning gate reaches the
+// provisioner's options.
+func TestEarlyProvisioningComposed(t *testing.T) {
+	for gates, want := range map[string]bool{"": true, "EarlyProvisioning=false": false, "EarlyProvisioning=true": true} {
+		if got := ControllerOptions(operator.Options{FeatureGates: gates}).Provisioning.EarlyProvisioning; got != want {
+			t.Errorf("--feature-gates=%q: Provisioning.EarlyProvisioning = %v, want %v", gates, got, want)
+		}
+	}
+}

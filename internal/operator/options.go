@@ -131,7 +131,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", "dovetail", "Service in front of the webhook server [WEBHOOK_SERVICE_NAME]")
 	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true) [FEATURE_GATES]")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true), EarlyProvisioning (default true) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 	fs.BoolVar(&o.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics port (needs --metrics-port) [ENABLE_PROFILING]")
@@ -260,11 +260,18 @@ type FeatureGates struct {
 	// by default in Dovetail (Karpenter's default is off); NodeOverlay=false
 	// turns it off.
 	NodeOverlay bool
+	// EarlyProvisioning provisions, with the first pods of a ReplicaSet, Job
+	// or StatefulSet revision the kube-scheduler marks unschedulable, their
+	// siblings it has not tried yet, and lets only a group's first marked
+	// pod open a provisioning batch. A Dovetail gate, on by default;
+	// EarlyProvisioning=false waits for the scheduler to mark every pod, as
+	// Karpenter does.
+	EarlyProvisioning bool
 }
 
 // DefaultFeatureGates are the gates when --feature-gates does not name them.
 func DefaultFeatureGates() FeatureGates {
-	return FeatureGates{NodeRepair: true, NodeOverlay: true}
+	return FeatureGates{NodeRepair: true, NodeOverlay: true, EarlyProvisioning: true}
 }
 
 // Gates parses --feature-gates over DefaultFeatureGates.
@@ -285,8 +292,10 @@ func (o *Options) Gates() (FeatureGates, error) {
 			g.NodeRepair = value == "true"
 		case "NodeOverlay":
 			g.NodeOverlay = value == "true"
+		case "EarlyProvisioning":
+			g.EarlyProvisioning = value == "true"
 		default:
-			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair, NodeOverlay)", name)
+			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair, NodeOverlay, EarlyProvisioning)", name)
 		}
 	}
 	return g, nil

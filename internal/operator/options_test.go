@@ -185,3 +185,34 @@ func TestNodeOverlayGate(t *testing.T) {
 		t.Errorf("NodeOverlay=maybe: %v, want an error naming --feature-gates", err)
 	}
 }
+
+// TestEarlyProvisioningGate: EarlyProvisioning is on unless --feature-gates
+// or FEATURE_GATES turns it off, and the compose layer hands it to
+// provisioning.
+func TestEarlyProvisioningGate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		"default":                  {want: true},
+		"flag turns it off":        {args: []string{"--feature-gates=EarlyProvisioning=false"}, want: false},
+		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, want: false},
+		"Karpenter's gates only":   {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, want: true},
+	} {
+		o, err := parse(t, tc.args, tc.env)
+		if err != nil {
+			t.Fatalf("%s: parse: %v", name, err)
+		}
+		g, err := o.Gates()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if g.EarlyProvisioning != tc.want {
+			t.Errorf("%s: EarlyProvisioning = %v, want %v", name, g.EarlyProvisioning, tc.want)
+		}
+	}
+	if _, err := parse(t, []string{"--feature-gates=EarlyProvisioning=yes"}, nil); err == nil || !strings.Contains(err.Error(), "feature-gates") {
+		t.Errorf("EarlyProvisioning=yes: %v, want an error naming --feature-gates", err)
+	}
+}

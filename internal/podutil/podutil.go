@@ -152,3 +152,30 @@ func IsReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// AwaitingFirstAttempt reports a pod the kube-scheduler has not tried to
+// place yet: unbound, not being deleted or terminal, not a DaemonSet or
+// mirror pod, without scheduling gates or a nominated node, and without a
+// PodScheduled condition (the scheduler sets one at its first attempt).
+func AwaitingFirstAttempt(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || IsTerminal(pod) || IsOwnedByDaemonSet(pod) || IsMirror(pod) ||
+		len(pod.Spec.SchedulingGates) > 0 || pod.Status.NominatedNodeName != "" {
+		return false
+	}
+	return !slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+}
+
+// SiblingKey identifies the pods one controller made from one template: a
+// ReplicaSet's or a Job's pods, one revision of a StatefulSet's (the
+// controller's UID and the pod-template-hash and controller-revision-hash
+// labels). Siblings ask for the same resources and share their scheduling
+// constraints (a StatefulSet's volumes aside), so when the kube-scheduler
+// finds no node for one, it usually finds none for the others it has not
+// tried yet. Pods without a controller have no siblings.
+func SiblingKey(pod *corev1.Pod) (string, bool) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return "", false
+	}
+	return string(ref.UID) + "/" + pod.Labels["pod-template-hash"] + "/" + pod.Labels["controller-revision-hash"], true
+}

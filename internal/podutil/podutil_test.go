@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -133,5 +134,70 @@ func TestToleratesDisruptedTaint(t *testing.T) {
 				t.Errorf("ToleratesDisruptedTaint() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestAwaitingFirstAttempt(t *testing.T) {
+	now := metav1.Now()
+	untried := corev1.PodStatus{Phase: corev1.PodPending}
+	cases := map[string]struct {
+		pod  corev1.Pod
+		want bool
+	}{
+		"not yet tried by the scheduler": {pod: corev1.Pod{Status: untried}, want: true},
+		"marked unschedulable":           {pod: corev1.Pod{Status: unschedulable()}},
+		"scheduled condition true":       {pod: corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}},
+		"bound":                          {pod: corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: untried}},
+		"nominated":                      {pod: corev1.Pod{Status: corev1.PodStatus{NominatedNodeName: "n"}}},
+		"being deleted":                  {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: untried}},
+		"succeeded":                      {pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}},
+		"daemonset pod":                  {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}}, Status: untried}},
+		"mirror pod":                     {pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}, Status: untried}},
+		"scheduling gates, not yet seen": {pod: corev1.Pod{Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/wait"}}}, Status: untried}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := AwaitingFirstAttempt(&tc.pod); got != tc.want {
+				t.Errorf("AwaitingFirstAttempt() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSiblingKey(t *testing.T) {
+	pod := func(ownerUID string, controller bool, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+		if ownerUID != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: types.UID(ownerUID), Controller: ptr.To(controller)}}
+		}
+		return p
+	}
+	key := func(p *corev1.Pod) string {
+		k, ok := SiblingKey(p)
+		if !ok {
+			return "none"
+		}
+		return k
+	}
+	a := pod("rs-1", true, map[string]string{"pod-template-hash": "abc", "app": "x"})
+	for name, tc := range map[string]struct {
+		other *corev1.Pod
+		same  bool
+	}{
+		"same ReplicaSet, other labels": {pod("rs-1", true, map[string]string{"pod-template-hash": "abc", "app": "y"}), true},
+		"another ReplicaSet":            {pod("rs-2", true, map[string]string{"pod-template-hash": "abc"}), false},
+		"same owner, another template":  {pod("rs-1", true, map[string]string{"pod-template-hash": "def"}), false},
+		"same owner, another revision":  {pod("rs-1", true, map[string]string{"pod-template-hash": "abc", "controller-revision-hash": "r2"}), false},
+		"owned but not by a controller": {pod("rs-1", false, map[string]string{"pod-template-hash": "abc"}), false},
+		"no owner":                      {pod("", false, map[string]string{"pod-template-hash": "abc"}), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := key(a) == key(tc.other); got != tc.same {
+				t.Errorf("siblings = %v (keys %q and %q), want %v", got, key(a), key(tc.other), tc.same)
+			}
+		})
+	}
+	if k := key(pod("", false, nil)); k != "none" {
+		t.Errorf("a pod without a controller has key %q, want none", k)
 	}
 }

@@ -288,6 +288,22 @@ func (c *Cluster) HandOffTarget(pod types.NamespacedName) (machine string, ok bo
 	return name, true
 }
 
+// PlannedMachine returns the machine (a Node's or a NodeClaim's name) the
+// latest provisioning pass planned a waiting pod onto, handed off or not;
+// ok is false when no pass placed it or its machine is being removed.
+func (c *Cluster) PlannedMachine(pod types.NamespacedName) (machine string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p, planned := c.intent.plans[pod]
+	if !planned || !c.waiting[pod] {
+		return "", false
+	}
+	if id, found := c.machineID(p.machine); found && c.intent.marked[id] {
+		return "", false
+	}
+	return p.machine, true
+}
+
 // HandedOffTo returns the handed-off pods planned onto a machine under any
 // of these names (a Node's and its NodeClaim's), so that a Node's arrival
 // can nominate them.

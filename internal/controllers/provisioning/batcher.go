@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -15,6 +16,11 @@ type Batcher struct {
 	idle    time.Duration
 	max     time.Duration
 	trigger chan struct{}
+
+	mu sync.Mutex
+	// groups are the keys TriggerGroup saw since the last batch was
+	// collected.
+	groups map[string]bool
 }
 
 // NewBatcher returns a Batcher with the given idle and max windows.
@@ -27,6 +33,27 @@ func (b *Batcher) Trigger() {
 	select {
 	case b.trigger <- struct{}{}:
 	default:
+	}
+}
+
+// TriggerGroup asks for a batch on behalf of a group of pods (see
+// podutil.SiblingKey): only the group's first trigger since the last batch
+// was collected counts. The pass that collects the batch takes every pod
+// of the group, so the group's later pods need not hold the batch open:
+// 1,000 replicas marked unschedulable one after the other over 4 s would
+// otherwise keep the idle window from closing until the last one.
+func (b *Batcher) TriggerGroup(key string) {
+	b.mu.Lock()
+	seen := b.groups[key]
+	if !seen {
+		if b.groups == nil {
+			b.groups = map[string]bool{}
+		}
+		b.groups[key] = true
+	}
+	b.mu.Unlock()
+	if !seen {
+		b.Trigger()
 	}
 }
 
@@ -48,6 +75,9 @@ func (b *Batcher) Wait(ctx context.Context, poll time.Duration) bool {
 	for {
 		remaining := batchEnd(start, last, b.idle, b.max).Sub(b.clock.Now())
 		if remaining <= 0 {
+			b.mu.Lock()
+			b.groups = nil
+			b.mu.Unlock()
 			return true
 		}
 		timer := b.clock.NewTimer(remaining)

@@ -56,3 +56,39 @@ func TestBatcherClosesImmediatelyWithZeroWindows(t *testing.T) {
 	default:
 	}
 }
+
+// TestTriggerGroup: a group's later triggers do not extend the batch its
+// first trigger opened; after the batch is collected, the group triggers
+// again.
+func TestTriggerGroup(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBatcher(clk, 0, 0)
+	b.TriggerGroup("rs-1")
+	if !b.Wait(context.Background(), time.Hour) {
+		t.Fatal("Wait after the group's first trigger returned false")
+	}
+	queued := func() bool {
+		select {
+		case <-b.trigger:
+			return true
+		default:
+			return false
+		}
+	}
+	b.TriggerGroup("rs-1")
+	if !queued() {
+		t.Fatal("the group did not trigger again after its batch was collected")
+	}
+	b.TriggerGroup("rs-1")
+	if queued() {
+		t.Error("the group's second trigger in the same batch was queued")
+	}
+	b.TriggerGroup("rs-2")
+	if !queued() {
+		t.Error("another group's first trigger was not queued")
+	}
+	b.Trigger()
+	if !queued() {
+		t.Error("an ungrouped trigger was not queued")
+	}
+}

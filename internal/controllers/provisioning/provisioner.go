@@ -45,6 +45,13 @@ type Options struct {
 	// DryRun is shadow mode: every pass's plan is published (events,
 	// dovetail_shadow_* metrics, logs) and nothing is created or nominated.
 	DryRun bool
+	// EarlyProvisioning (feature gate EarlyProvisioning, on by default) also
+	// provisions the pods the kube-scheduler has not tried yet whose
+	// siblings (podutil.SiblingKey) it has marked unschedulable, and lets
+	// only a group's first unschedulable pod open a batch. Karpenter waits
+	// for the scheduler to mark each pod, which for a burst of thousands of
+	// replicas takes as long as the scheduler takes to fail them all.
+	EarlyProvisioning bool
 }
 
 // NominationWindow is how long a node counts as nominated after pods were
@@ -275,7 +282,8 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 	return pools, byName, nil
 }
 
-// pendingPods are the pods the kube-scheduler could not place, plus the
+// pendingPods are the pods the kube-scheduler could not place, with
+// EarlyProvisioning their siblings it has not tried yet, plus the
 // reschedulable pods of machines being deleted (so that their replacement
 // capacity launches while they drain).
 func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
@@ -293,6 +301,9 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	// the model has not seen yet.
 	counted := CountedPods(snapshot)
 	var pods []*corev1.Pod
+	if p.opts.EarlyProvisioning {
+		pods = untriedSiblings(list.Items, counted)
+	}
 	for i := range list.Items {
 		pod := &list.Items[i]
 		if !podutil.IsUnschedulable(pod) || counted[pod.UID] {
@@ -307,6 +318,36 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 		}
 	}
 	return append(pods, PodsOfDeletingNodes(snapshot)...), nil
+}
+
+// untriedSiblings are the pods the kube-scheduler has not tried yet (see
+// podutil.AwaitingFirstAttempt) and that no machine counts, whose siblings
+// it has marked unschedulable: it would mark them too, one by one, and
+// they are provisioned in the same pass instead. The simulation still
+// places each on the room existing nodes have first.
+func untriedSiblings(pods []corev1.Pod, counted map[types.UID]bool) []*corev1.Pod {
+	marked := map[string]bool{}
+	for i := range pods {
+		if podutil.IsUnschedulable(&pods[i]) {
+			if key, ok := podutil.SiblingKey(&pods[i]); ok {
+				marked[key] = true
+			}
+		}
+	}
+	if len(marked) == 0 {
+		return nil
+	}
+	var out []*corev1.Pod
+	for i := range pods {
+		pod := &pods[i]
+		if counted[pod.UID] || !podutil.AwaitingFirstAttempt(pod) {
+			continue
+		}
+		if key, ok := podutil.SiblingKey(pod); ok && marked[key] {
+			out = append(out, pod.DeepCopy())
+		}
+	}
+	return out
 }
 
 // CountedPods are the pods the snapshot's machines count (bound to them, or

@@ -48,9 +48,23 @@ func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
-	if t.firstTime(pod) {
-		t.provisioner.Trigger()
+	if !t.firstTime(pod) {
+		return reconcile.Result{}, nil
 	}
+	if !t.provisioner.opts.EarlyProvisioning {
+		t.provisioner.Trigger()
+		return reconcile.Result{}, nil
+	}
+	// A pod a pass has already planned (as an untried sibling) waits for
+	// its machine; a group's later pods join the batch its first opened.
+	if _, planned := t.provisioner.cluster.PlannedMachine(req.NamespacedName); planned {
+		return reconcile.Result{}, nil
+	}
+	if key, ok := podutil.SiblingKey(pod); ok {
+		t.provisioner.batcher.TriggerGroup(key)
+		return reconcile.Result{}, nil
+	}
+	t.provisioner.Trigger()
 	return reconcile.Result{}, nil
 }
 

@@ -230,9 +230,10 @@ func TestOptionalObjectsRender(t *testing.T) {
 		t.Errorf("want 2 dashboard ConfigMaps: %v", k)
 	}
 	for set, want := range map[string]string{
-		"":                                       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true",
-		"settings.featureGates.nodeRepair=false": "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=true",
-		"settings.featureGates.nodeOverlay=false": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false",
+		"":                                       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true",
+		"settings.featureGates.nodeRepair=false": "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=true,EarlyProvisioning=true",
+		"settings.featureGates.nodeOverlay=false":       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,EarlyProvisioning=true",
+		"settings.featureGates.earlyProvisioning=false": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=false",
 	} {
 		args := []string{}
 		if set != "" {

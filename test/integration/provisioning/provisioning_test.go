@@ -38,6 +38,12 @@ type harness struct {
 
 func newHarness(t *testing.T, types ...*cloudprovider.InstanceType) *harness {
 	t.Helper()
+	return newHarnessWithOptions(t, provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second}, types...)
+}
+
+// newHarnessWithOptions is newHarness with the provisioner's options.
+func newHarnessWithOptions(t *testing.T, opts provisioning.Options, types ...*cloudprovider.InstanceType) *harness {
+	t.Helper()
 	cleanup(t)
 	cp := fake.NewCloudProvider()
 	cp.InstanceTypes = types
@@ -54,8 +60,7 @@ func newHarness(t *testing.T, types ...*cloudprovider.InstanceType) *harness {
 			}
 		}
 		recorder := events.NewRecorder(mgr.GetEventRecorderFor("dovetail-test"), clock.RealClock{}) //nolint:staticcheck // the operator's core/v1 recorder
-		h.provisioner = provisioning.NewProvisioner(clock.RealClock{}, mgr.GetClient(), cluster, cp, recorder, m,
-			provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second})
+		h.provisioner = provisioning.NewProvisioner(clock.RealClock{}, mgr.GetClient(), cluster, cp, recorder, m, opts)
 		return nil
 	})
 	h.cluster, h.client = cluster, mgr.GetClient()
