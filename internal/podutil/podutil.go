@@ -171,11 +171,17 @@ func AwaitingFirstAttempt(pod *corev1.Pod) bool {
 // labels). Siblings ask for the same resources and share their scheduling
 // constraints (a StatefulSet's volumes aside), so when the kube-scheduler
 // finds no node for one, it usually finds none for the others it has not
-// tried yet. Pods without a controller have no siblings.
+// tried yet. Pods without a controller, or whose controller is another
+// kind (an operator's pods, a Spark driver's executors, which may differ
+// in size), have no siblings.
 func SiblingKey(pod *corev1.Pod) (string, bool) {
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
+	if ref == nil || !siblingControllers[ref.APIVersion+"/"+ref.Kind] {
 		return "", false
 	}
 	return string(ref.UID) + "/" + pod.Labels["pod-template-hash"] + "/" + pod.Labels["controller-revision-hash"], true
 }
+
+// siblingControllers are the controllers whose pods come from one
+// template: apps/v1 ReplicaSets and StatefulSets, batch/v1 Jobs.
+var siblingControllers = map[string]bool{"apps/v1/ReplicaSet": true, "apps/v1/StatefulSet": true, "batch/v1/Job": true}

@@ -200,4 +200,17 @@ func TestSiblingKey(t *testing.T) {
 	if k := key(pod("", false, nil)); k != "none" {
 		t.Errorf("a pod without a controller has key %q, want none", k)
 	}
+	// Only the controllers whose pods share one template make siblings.
+	for _, tc := range []struct {
+		apiVersion, kind string
+		siblings         bool
+	}{
+		{"apps/v1", "ReplicaSet", true}, {"apps/v1", "StatefulSet", true}, {"batch/v1", "Job", true},
+		{"kubeflow.org/v1", "PyTorchJob", false}, {"v1", "Pod", false}, {"apps/v1", "DaemonSet", false},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: tc.apiVersion, Kind: tc.kind, Name: "o", UID: "u", Controller: ptr.To(true)}}}}
+		if _, ok := SiblingKey(p); ok != tc.siblings {
+			t.Errorf("a pod of a %s %s has siblings = %v, want %v", tc.apiVersion, tc.kind, ok, tc.siblings)
+		}
+	}
 }

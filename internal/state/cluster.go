@@ -247,6 +247,7 @@ func (c *Cluster) ForgetUnconfirmedNodeClaims(maxAge time.Duration) {
 	for name, at := range c.created {
 		if now.Sub(at) >= maxAge {
 			delete(c.created, name)
+			c.intent.forgetMachine(name)
 			c.removeClaim(name)
 		}
 	}

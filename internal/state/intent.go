@@ -288,17 +288,25 @@ func (c *Cluster) HandOffTarget(pod types.NamespacedName) (machine string, ok bo
 	return name, true
 }
 
-// PlannedMachine returns the machine (a Node's or a NodeClaim's name) the
-// latest provisioning pass planned a waiting pod onto, handed off or not;
-// ok is false when no pass placed it or its machine is being removed.
-func (c *Cluster) PlannedMachine(pod types.NamespacedName) (machine string, ok bool) {
+// PlannedLaunch returns the NodeClaim the latest provisioning pass planned
+// a waiting pod onto, when that claim is still being launched: the model
+// holds it, its Node has not registered and it is not being removed. Such a
+// pod waits for its machine; the kube-scheduler marking it unschedulable
+// meanwhile needs no new pass. A pod planned onto a Node (room the
+// scheduler then did not find), onto a claim the model no longer holds, or
+// not planned at all, gives ok false.
+func (c *Cluster) PlannedLaunch(pod types.NamespacedName) (claim string, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p, planned := c.intent.plans[pod]
 	if !planned || !c.waiting[pod] {
 		return "", false
 	}
-	if id, found := c.machineID(p.machine); found && c.intent.marked[id] {
+	id, found := c.claimNames[p.machine]
+	if !found || c.intent.marked[id] {
+		return "", false
+	}
+	if e := c.entries[id]; e == nil || e.node != nil {
 		return "", false
 	}
 	return p.machine, true

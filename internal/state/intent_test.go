@@ -9,10 +9,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// TestPlannedMachine: a waiting pod's planned machine is known whether or
-// not the pod was handed off, until the pod binds or goes, the plan is
-// dropped, or the machine is being removed.
-func TestPlannedMachine(t *testing.T) {
+// TestPlannedLaunch: a waiting pod planned onto a NodeClaim being launched
+// is known whether or not it was handed off, until the pod binds or goes,
+// the plan is dropped or moves to a Node, the claim registers a Node, goes,
+// is forgotten unconfirmed, or is being removed.
+func TestPlannedLaunch(t *testing.T) {
 	p := types.NamespacedName{Namespace: "ns", Name: "p"}
 	for name, tc := range map[string]struct {
 		after  func(c *Cluster)
@@ -20,12 +21,21 @@ func TestPlannedMachine(t *testing.T) {
 	}{
 		"planned, not handed off": {wantOn: "nc-1"},
 		"planned and handed off":  {after: func(c *Cluster) { c.HandOff([]types.NamespacedName{p}) }, wantOn: "nc-1"},
-		"planned again elsewhere": {after: func(c *Cluster) { c.PlanPods("nc-2", []types.NamespacedName{p}) }, wantOn: "nc-2"},
-		"planned nowhere":         {after: func(c *Cluster) { c.PlanPods("", []types.NamespacedName{p}) }},
-		"pod bound":               {after: func(c *Cluster) { c.UpdatePod(pod("p", "ip-1", corev1.PodRunning)) }},
-		"pod deleted":             {after: func(c *Cluster) { c.DeletePod(p) }},
-		"claim deleted":           {after: func(c *Cluster) { c.DeleteNodeClaim("nc-1") }},
-		"machine being removed":   {after: func(c *Cluster) { c.MarkForDeletion("kwok://nc-1") }},
+		"planned again elsewhere": {after: func(c *Cluster) {
+			c.UpdateNodeClaim(claim("nc-2", "kwok://nc-2"))
+			c.PlanPods("nc-2", []types.NamespacedName{p})
+		}, wantOn: "nc-2"},
+		"planned onto a Node's room": {after: func(c *Cluster) {
+			c.UpdateNode(node("ip-1", "kwok://ip-1"))
+			c.PlanPods("ip-1", []types.NamespacedName{p})
+		}},
+		"its Node registered":           {after: func(c *Cluster) { c.UpdateNode(node("nc-1", "kwok://nc-1")) }},
+		"planned onto an unknown claim": {after: func(c *Cluster) { c.PlanPods("nc-9", []types.NamespacedName{p}) }},
+		"planned nowhere":               {after: func(c *Cluster) { c.PlanPods("", []types.NamespacedName{p}) }},
+		"pod bound":                     {after: func(c *Cluster) { c.UpdatePod(pod("p", "ip-1", corev1.PodRunning)) }},
+		"pod deleted":                   {after: func(c *Cluster) { c.DeletePod(p) }},
+		"claim deleted":                 {after: func(c *Cluster) { c.DeleteNodeClaim("nc-1") }},
+		"machine being removed":         {after: func(c *Cluster) { c.MarkForDeletion("kwok://nc-1") }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
@@ -35,10 +45,34 @@ func TestPlannedMachine(t *testing.T) {
 			if tc.after != nil {
 				tc.after(c)
 			}
-			got, ok := c.PlannedMachine(p)
+			got, ok := c.PlannedLaunch(p)
 			if (tc.wantOn != "") != ok || got != tc.wantOn {
-				t.Errorf("PlannedMachine = %q, %v; want %q", got, ok, tc.wantOn)
+				t.Errorf("PlannedLaunch = %q, %v; want %q", got, ok, tc.wantOn)
 			}
 		})
+	}
+}
+
+// TestUnconfirmedClaimTakesItsPlansAlong: a claim the provisioner created
+// and the informer never delivered is forgotten with the pods planned onto
+// it, which then need a pass again.
+func TestUnconfirmedClaimTakesItsPlansAlong(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	c := NewCluster(clk)
+	p := types.NamespacedName{Namespace: "ns", Name: "p"}
+	c.UpdatePod(pod("p", "", corev1.PodPending))
+	c.AddCreatedNodeClaim(claim("nc-1", ""))
+	c.PlanPods("nc-1", []types.NamespacedName{p})
+	c.HandOff([]types.NamespacedName{p})
+	if _, ok := c.PlannedLaunch(p); !ok {
+		t.Fatal("the pod is not planned onto the created claim")
+	}
+	clk.Step(time.Minute)
+	c.ForgetUnconfirmedNodeClaims(time.Minute)
+	if got, ok := c.PlannedLaunch(p); ok {
+		t.Errorf("PlannedLaunch = %q after its claim was forgotten, want none", got)
+	}
+	if got, ok := c.HandOffTarget(p); ok {
+		t.Errorf("HandOffTarget = %q after its claim was forgotten, want none", got)
 	}
 }

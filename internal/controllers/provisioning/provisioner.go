@@ -328,7 +328,9 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 func untriedSiblings(pods []corev1.Pod, counted map[types.UID]bool) []*corev1.Pod {
 	marked := map[string]bool{}
 	for i := range pods {
-		if podutil.IsUnschedulable(&pods[i]) {
+		// A pod nominated by preemption may yet be placed, and so may its
+		// siblings.
+		if podutil.IsProvisionable(&pods[i]) {
 			if key, ok := podutil.SiblingKey(&pods[i]); ok {
 				marked[key] = true
 			}

@@ -48,24 +48,30 @@ func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
+	t.observe(pod)
+	return reconcile.Result{}, nil
+}
+
+// observe asks for a batch when the pod just became provisionable. With
+// EarlyProvisioning, a pod a pass has already planned onto a NodeClaim
+// being launched (as an untried sibling) waits for it instead, and a
+// group's later pods join the batch its first opened.
+func (t *PodTrigger) observe(pod *corev1.Pod) {
 	if !t.firstTime(pod) {
-		return reconcile.Result{}, nil
+		return
 	}
 	if !t.provisioner.opts.EarlyProvisioning {
 		t.provisioner.Trigger()
-		return reconcile.Result{}, nil
+		return
 	}
-	// A pod a pass has already planned (as an untried sibling) waits for
-	// its machine; a group's later pods join the batch its first opened.
-	if _, planned := t.provisioner.cluster.PlannedMachine(req.NamespacedName); planned {
-		return reconcile.Result{}, nil
+	if _, planned := t.provisioner.cluster.PlannedLaunch(client.ObjectKeyFromObject(pod)); planned {
+		return
 	}
 	if key, ok := podutil.SiblingKey(pod); ok {
 		t.provisioner.batcher.TriggerGroup(key)
-		return reconcile.Result{}, nil
+		return
 	}
 	t.provisioner.Trigger()
-	return reconcile.Result{}, nil
 }
 
 // firstTime records whether the pod is provisionable and reports whether it

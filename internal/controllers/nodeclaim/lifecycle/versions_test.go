@@ -1,0 +1,50 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestSupersededVersions: every version a chain of writes replaced is
+// stale; the current one is not; a version the writes did not replace
+// means the cache caught up and ends the entry; entries expire.
+func TestSupersededVersions(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	s := newSupersededVersions(clk)
+	// A pass read version 10, added the finalizer (11), patched the
+	// metadata (12) and the status (13).
+	for _, v := range []string{"10", "11", "12"} {
+		s.supersede("a", v)
+	}
+	for _, step := range []struct {
+		uid     types.UID
+		version string
+		want    bool
+	}{
+		{"a", "10", true}, {"a", "11", true}, {"a", "12", true},
+		{"b", "10", false}, // another claim
+		{"a", "13", false}, // the cache caught up: the entry ends
+		{"a", "12", false}, // and is gone
+	} {
+		if got := s.isSuperseded(step.uid, step.version); got != step.want {
+			t.Errorf("isSuperseded(%s, %s) = %v, want %v", step.uid, step.version, got, step.want)
+		}
+	}
+	s.supersede("a", "20")
+	s.supersede("a", "")
+	clk.Step(supersededTTL)
+	if s.isSuperseded("a", "20") {
+		t.Error("an entry older than its TTL still marks its version stale")
+	}
+	if s.isSuperseded("a", "") {
+		t.Error("an empty version was recorded")
+	}
+	s.supersede("c", "5")
+	s.forget("c")
+	if s.isSuperseded("c", "5") {
+		t.Error("a forgotten claim's version is still stale")
+	}
+}
