@@ -105,9 +105,7 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer: %w", err))
 		}
-		if nc.ResourceVersion != stored.ResourceVersion {
-			c.superseded.supersede(nc.UID, stored.ResourceVersion)
-		}
+		c.superseded.wrote(nc.UID, stored.ResourceVersion, nc.ResourceVersion)
 	}
 	// 3. Run every phase in order on a working copy and join their errors,
 	//    as Karpenter does: a phase that fails does not stop the next ones,
@@ -195,9 +193,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim metadata: %w", err))
 		}
 		nc.Status = *status
-		if nc.ResourceVersion != version {
-			c.superseded.supersede(nc.UID, version)
-		}
+		c.superseded.wrote(nc.UID, version, nc.ResourceVersion)
 		version = nc.ResourceVersion // our own write, not another's
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -211,11 +207,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) (boo
 			}
 			return false, client.IgnoreNotFound(fmt.Errorf("patching nodeclaim status: %w", err))
 		}
-		// A write that changed nothing keeps the version, which is then
-		// the current one, not a superseded one.
-		if nc.ResourceVersion != version {
-			c.superseded.supersede(nc.UID, version)
-		}
+		c.superseded.wrote(nc.UID, version, nc.ResourceVersion)
 	}
 	return false, nil
 }

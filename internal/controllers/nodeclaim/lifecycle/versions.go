@@ -40,10 +40,11 @@ func newSupersededVersions(clk clock.PassiveClock) *supersededVersions {
 	return &supersededVersions{clock: clk, byUID: map[types.UID]supersededEntry{}}
 }
 
-// supersede records that a successful write of this controller replaced
-// version of the claim.
-func (s *supersededVersions) supersede(uid types.UID, version string) {
-	if version == "" {
+// wrote records that a successful write of this controller to the claim
+// turned version before into after. before is then superseded, unless the
+// write changed nothing (after equals before: the version is current).
+func (s *supersededVersions) wrote(uid types.UID, before, after string) {
+	if before == "" || before == after {
 		return
 	}
 	s.mu.Lock()
@@ -51,8 +52,8 @@ func (s *supersededVersions) supersede(uid types.UID, version string) {
 	now := s.clock.Now()
 	maps.DeleteFunc(s.byUID, func(_ types.UID, e supersededEntry) bool { return !now.Before(e.expires) })
 	e := s.byUID[uid]
-	if !slices.Contains(e.versions, version) {
-		e.versions = append(e.versions, version)
+	if !slices.Contains(e.versions, before) {
+		e.versions = append(e.versions, before)
 	}
 	e.expires = now.Add(supersededTTL)
 	s.byUID[uid] = e

@@ -16,8 +16,8 @@ func TestSupersededVersions(t *testing.T) {
 	s := newSupersededVersions(clk)
 	// A pass read version 10, added the finalizer (11), patched the
 	// metadata (12) and the status (13).
-	for _, v := range []string{"10", "11", "12"} {
-		s.supersede("a", v)
+	for _, v := range [][2]string{{"10", "11"}, {"11", "12"}, {"12", "13"}} {
+		s.wrote("a", v[0], v[1])
 	}
 	for _, step := range []struct {
 		uid     types.UID
@@ -33,8 +33,9 @@ func TestSupersededVersions(t *testing.T) {
 			t.Errorf("isSuperseded(%s, %s) = %v, want %v", step.uid, step.version, got, step.want)
 		}
 	}
-	s.supersede("a", "20")
-	s.supersede("a", "")
+	s.wrote("a", "20", "21")
+	s.wrote("a", "", "22")
+	s.wrote("d", "7", "7") // a write that changed nothing
 	clk.Step(supersededTTL)
 	if s.isSuperseded("a", "20") {
 		t.Error("an entry older than its TTL still marks its version stale")
@@ -42,7 +43,10 @@ func TestSupersededVersions(t *testing.T) {
 	if s.isSuperseded("a", "") {
 		t.Error("an empty version was recorded")
 	}
-	s.supersede("c", "5")
+	if s.isSuperseded("d", "7") {
+		t.Error("a write that kept the version marked it stale")
+	}
+	s.wrote("c", "5", "6")
 	s.forget("c")
 	if s.isSuperseded("c", "5") {
 		t.Error("a forgotten claim's version is still stale")
