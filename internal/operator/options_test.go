@@ -99,6 +99,21 @@ func TestUsageEnvName(t *testing.T) {
 	}
 }
 
+// parseGates parses the flags and environment and returns the feature
+// gates they set, failing the test on any error.
+func parseGates(t *testing.T, args []string, env map[string]string) FeatureGates {
+	t.Helper()
+	o, err := parse(t, args, env)
+	if err != nil {
+		t.Fatalf("parse %v %v: %v", args, env, err)
+	}
+	g, err := o.Gates()
+	if err != nil {
+		t.Fatalf("gates of %v %v: %v", args, env, err)
+	}
+	return g
+}
+
 // TestNodeRepairGate: NodeRepair is on unless --feature-gates (or
 // FEATURE_GATES, as the chart renders it) turns it off; naming one gate
 // leaves the others at their defaults.
@@ -117,14 +132,7 @@ func TestNodeRepairGate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o, err := parse(t, tc.args, tc.env)
-			if err != nil {
-				t.Fatalf("parse: %v", err)
-			}
-			g, err := o.Gates()
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := parseGates(t, tc.args, tc.env)
 			if g.NodeRepair != tc.repair || g.SpotToSpotConsolidation != tc.spotToSpot {
 				t.Errorf("gates = %+v, want NodeRepair %v SpotToSpotConsolidation %v", g, tc.repair, tc.spotToSpot)
 			}
@@ -169,14 +177,7 @@ func TestNodeOverlayGate(t *testing.T) {
 		"as Karpenter sets it": {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"},
 			want: true},
 	} {
-		o, err := parse(t, tc.args, tc.env)
-		if err != nil {
-			t.Fatalf("%s: parse: %v", name, err)
-		}
-		g, err := o.Gates()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		g := parseGates(t, tc.args, tc.env)
 		if g.NodeOverlay != tc.want {
 			t.Errorf("%s: NodeOverlay = %v, want %v", name, g.NodeOverlay, tc.want)
 		}
@@ -200,14 +201,7 @@ func TestEarlyProvisioningGate(t *testing.T) {
 		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, want: false},
 		"Karpenter's gates only":   {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, want: true},
 	} {
-		o, err := parse(t, tc.args, tc.env)
-		if err != nil {
-			t.Fatalf("%s: parse: %v", name, err)
-		}
-		g, err := o.Gates()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		g := parseGates(t, tc.args, tc.env)
 		if g.EarlyProvisioning != tc.want {
 			t.Errorf("%s: EarlyProvisioning = %v, want %v", name, g.EarlyProvisioning, tc.want)
 		}
