@@ -358,6 +358,17 @@ func (h *harness) replacements(of string) []*v1.NodeClaim {
 	return out
 }
 
+// oneReplacement returns the single replacement NodeClaim launched for
+// the NodeClaim of, failing the test when there is not exactly one.
+func (h *harness) oneReplacement(of string) *v1.NodeClaim {
+	h.t.Helper()
+	repl := h.replacements(of)
+	if len(repl) != 1 {
+		h.t.Fatalf("%d replacements of %s, want 1", len(repl), of)
+	}
+	return repl[0]
+}
+
 // reconcile runs the repair controller once on the stored node.
 func (h *harness) reconcile(name string) reconcile.Result {
 	h.t.Helper()

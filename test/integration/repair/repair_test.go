@@ -203,14 +203,11 @@ func TestReplacementComesFirst(t *testing.T) {
 	sick, healthy := h.sickWithPods()
 
 	h.decide()
-	repl := h.replacements(sick)
-	if len(repl) != 1 {
-		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
-	}
+	repl := h.oneReplacement(sick)
 	if node := h.node(sick); !hasTaint(node, v1.DisruptedTaintKey) {
 		t.Errorf("unhealthy node not tainted %s", v1.DisruptedTaintKey)
 	}
-	h.events.Expect(t, disrupter.ReasonDisruptionLaunching, sick, "Launching NodeClaim "+repl[0].Name)
+	h.events.Expect(t, disrupter.ReasonDisruptionLaunching, sick, "Launching NodeClaim "+repl.Name)
 
 	// Not initialized yet: however many steps, the unhealthy claim stays.
 	for range 3 {
@@ -220,17 +217,17 @@ func TestReplacementComesFirst(t *testing.T) {
 	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() {
 		t.Fatal("the unhealthy claim was deleted before its replacement was initialized")
 	}
-	h.events.Expect(t, disrupter.ReasonDisruptionWaitingReadiness, sick, repl[0].Name)
+	h.events.Expect(t, disrupter.ReasonDisruptionWaitingReadiness, sick, repl.Name)
 	if a, _ := h.repaired(); a != 0 {
 		t.Errorf("repair counted before the deletion: %v", a)
 	}
 
 	// Initialized: the unhealthy claim goes, the replacement stays.
-	h.initialize(repl[0])
+	h.initialize(repl)
 	h.step()
-	claim, ok := h.claim(repl[0].Name)
+	claim, ok := h.claim(repl.Name)
 	if !ok || !claim.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(claim.Status.Conditions, v1.ConditionTypeInitialized) {
-		t.Fatalf("replacement %s not there and initialized", repl[0].Name)
+		t.Fatalf("replacement %s not there and initialized", repl.Name)
 	}
 	h.expectRepaired(sick, "Unhealthy (Ready=False since")
 	h.events.Expect(t, health.ReasonTerminating, sick, "replacing 1 node")
@@ -251,10 +248,7 @@ func TestRepairIsForcedWhenTheReplacementIsLate(t *testing.T) {
 	sick, _ := h.sickWithPods()
 
 	h.decide()
-	repl := h.replacements(sick)
-	if len(repl) != 1 {
-		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
-	}
+	repl := h.oneReplacement(sick)
 	h.step()
 	if claim, _ := h.claim(sick); !claim.DeletionTimestamp.IsZero() {
 		t.Fatal("deleted before the timeout")
@@ -262,7 +256,7 @@ func TestRepairIsForcedWhenTheReplacementIsLate(t *testing.T) {
 	h.clock.Step(time.Minute + time.Second)
 	h.step()
 	h.expectRepaired(sick, "not waiting for the replacements: replacements were not initialized within 1m0s")
-	if claim, ok := h.claim(repl[0].Name); !ok || !claim.DeletionTimestamp.IsZero() {
+	if claim, ok := h.claim(repl.Name); !ok || !claim.DeletionTimestamp.IsZero() {
 		t.Error("the replacement was deleted: a repair is not rolled back")
 	}
 	if got := h.events.Messages(disrupter.ReasonDisruptionRolledBack, sick); len(got) != 0 {
@@ -282,10 +276,7 @@ func TestRestartResumesTheRepair(t *testing.T) {
 	h := newHarness(t, func(o *disrupter.Options) { o.ReplacementTimeout = time.Minute })
 	sick, _ := h.sickWithPods()
 	h.decide()
-	repl := h.replacements(sick)
-	if len(repl) != 1 {
-		t.Fatalf("%d replacements of %s, want 1", len(repl), sick)
-	}
+	repl := h.oneReplacement(sick)
 
 	h.restart()
 	h.decide()
@@ -298,7 +289,7 @@ func TestRestartResumesTheRepair(t *testing.T) {
 	h.clock.Step(time.Minute + time.Second)
 	h.step()
 	h.expectRepaired(sick, "not waiting for the replacements")
-	if claim, ok := h.claim(repl[0].Name); !ok || !claim.DeletionTimestamp.IsZero() {
+	if claim, ok := h.claim(repl.Name); !ok || !claim.DeletionTimestamp.IsZero() {
 		t.Error("the replacement was deleted: a resumed repair is not rolled back")
 	}
 }
