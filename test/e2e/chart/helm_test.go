@@ -141,6 +141,7 @@ func TestBadValuesFailNamingTheKey(t *testing.T) {
 		"misspelt setting":        {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.clustername=x"}, want: []string{"clustername"}},
 		"mistyped replicas":       {chart: "dovetail", set: []string{"cloudProvider=kwok", "replicas=two"}, want: []string{"replicas"}},
 		"mistyped feature gate":   {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.spotToSpotConsolidation=yes"}, want: []string{"spotToSpotConsolidation"}},
+		"mistyped Dovetail gate":  {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.earlyProvisioning=soon"}, want: []string{"earlyProvisioning"}},
 		"gate Dovetail lacks":     {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.reservedCapacity=true"}, want: []string{"reservedCapacity"}},
 		"unknown provider":        {chart: "dovetail", set: []string{"cloudProvider=gce"}, want: []string{"cloudProvider"}},
 		"bad duration":            {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.batchMaxDuration=10 seconds"}, want: []string{"batchMaxDuration"}},
