@@ -3,6 +3,7 @@ package takeover_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,9 +166,17 @@ func karpenterMachine(t *testing.T, pool *v1.NodePool, suffix, zone string) mach
 		},
 	}
 	create(t, node)
-	env.Eventually(t, time.Minute, "node "+nodeName+" Ready", func(ctx context.Context) (bool, error) {
+	// Ready is not enough: the API server's TaintNodesByCondition admission
+	// gives a new Node node.kubernetes.io/not-ready:NoSchedule, and the
+	// node-lifecycle controller removes it some seconds after kwok reports
+	// Ready. A workload created before then is placed by the kube-scheduler
+	// on another machine, and the test's placement is not what it meant.
+	env.Eventually(t, time.Minute, "node "+nodeName+" Ready and schedulable", func(ctx context.Context) (bool, error) {
 		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 			return false, err
+		}
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			return false, nil
 		}
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {

@@ -63,8 +63,11 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	create(t, deployment(ns, "fill-b", b, "3"))
 	create(t, deployment(ns, "part-c", c, "1"))
 	create(t, deployment(ns, "fill-e", e, "3"))
-	for _, app := range []string{"fill-a", "fill-b", "part-c", "fill-e"} {
-		workloads.WaitRunning(t, testEnv.Client, ns, app, 1, 3*time.Minute)
+	for app, m := range map[string]machine{"fill-a": a, "fill-b": b, "part-c": c, "fill-e": e} {
+		pods := workloads.WaitRunning(t, testEnv.Client, ns, app, 1, 3*time.Minute)
+		if pods[0].Spec.NodeName != m.node.Name {
+			t.Fatalf("before Dovetail starts: the kube-scheduler put %s's pod on %s, not %s as the test arranged", app, pods[0].Spec.NodeName, m.node.Name)
+		}
 	}
 
 	claims := watchClaims(t)
