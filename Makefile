@@ -82,7 +82,7 @@ RACE_PACKAGES = ./internal/state/... ./internal/podwatch/ ./internal/controllers
 	./internal/operator/... ./internal/cli/... ./internal/crdinstall/ ./internal/runaway/ ./internal/nodepoolutil/ ./internal/view/ \
 	./test/integration/disruption/ ./test/integration/provisioning/ ./test/integration/termination/ \
 	./test/integration/aws/ ./test/integration/localaws/ ./test/integration/interruption/ ./test/integration/repair/ ./test/integration/view/ \
-	./test/integration/shadow/ ./test/integration/handoff/ ./test/integration/static/ ./test/integration/overlay/
+	./test/integration/shadow/ ./test/integration/handoff/ ./test/integration/static/ ./test/integration/overlay/ ./test/integration/podmetrics/
 
 # Per test binary: the end-to-end packages run for minutes each; go test's
 # default of 10 minutes cut one off under load. They run one package at a
