@@ -15,9 +15,11 @@ import (
 
 // startController runs the controller against the cluster with production
 // defaults (batch windows 1 s / 10 s, JSON logs) but no leader election or
-// ports. DOVETAIL_BENCH_LOG keeps its log at that path for analysis, and
+// ports. DOVETAIL_BENCH_LOG keeps its log at that path for analysis,
 // DOVETAIL_BENCH_PPROF_PORT serves /metrics and Go's profiles
-// (/debug/pprof/) on that port.
+// (/debug/pprof/) on that port, and DOVETAIL_BENCH_GOMEMLIMIT is the
+// controller's GOMEMLIMIT (as the chart sets it from the memory limit):
+// GOMEMLIMIT itself would reach every control-plane binary too.
 func startController(b *testing.B, bin string, cluster *localcluster.Cluster, dir string) *controllerprocess.Process {
 	b.Helper()
 	logPath := filepath.Join(dir, "dovetail.log")
@@ -28,8 +30,13 @@ func startController(b *testing.B, bin string, cluster *localcluster.Cluster, di
 	if port := os.Getenv("DOVETAIL_BENCH_PPROF_PORT"); port != "" {
 		metrics = []string{"--metrics-port=" + port, "--enable-profiling"}
 	}
-	return controllerprocess.Start(b, bin, cluster.ControlPlane.KubeconfigPath, logPath,
-		append([]string{"--leader-elect=false", "--health-probe-port=0"}, metrics...)...)
+	var environ []string // the benchmark's own
+	if limit := os.Getenv("DOVETAIL_BENCH_GOMEMLIMIT"); limit != "" {
+		environ = append(os.Environ(), "GOMEMLIMIT="+limit)
+	}
+	args := append([]string{"controller", "--kubeconfig", cluster.ControlPlane.KubeconfigPath,
+		"--leader-elect=false", "--health-probe-port=0"}, metrics...)
+	return controllerprocess.StartEnv(b, bin, environ, logPath, args...)
 }
 
 // startCluster starts the local control plane with the default NodePool.
