@@ -100,6 +100,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.Disruption.ValidationDelay = o.DisruptionValidationDelay
 	opts.Disruption.ReplacementTimeout = o.DisruptionReplacementTimeout
 	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
+	opts.Disruption.MultiNodeReplacements = gates.MultiNodeReplacements
 	opts.NodeRepair = gates.NodeRepair
 	opts.DisableNodeOverlay = !gates.NodeOverlay
 	opts.Provisioning.EarlyProvisioning = gates.EarlyProvisioning

@@ -86,12 +86,16 @@ func TestNodeRepairComposed(t *testing.T) {
 	}
 }
 
-// TestEarlyProvisioningComposed: the EarlyProvisioning gate reaches the
-// provisioner's options.
-func TestEarlyProvisioningComposed(t *testing.T) {
-	for gates, want := range map[string]bool{"": true, "EarlyProvisioning=false": false, "EarlyProvisioning=true": true} {
-		if got := ControllerOptions(operator.Options{FeatureGates: gates}).Provisioning.EarlyProvisioning; got != want {
-			t.Errorf("--feature-gates=%q: Provisioning.EarlyProvisioning = %v, want %v", gates, got, want)
+// TestDovetailGatesComposed: the EarlyProvisioning gate reaches the
+// provisioner's options and MultiNodeReplacements the disrupter's.
+func TestDovetailGatesComposed(t *testing.T) {
+	for gates, want := range map[string][2]bool{
+		"": {true, false}, "EarlyProvisioning=false": {false, false}, "EarlyProvisioning=true": {true, false},
+		"MultiNodeReplacements=true": {true, true}, "EarlyProvisioning=false,MultiNodeReplacements=false": {false, false},
+	} {
+		opts := ControllerOptions(operator.Options{FeatureGates: gates})
+		if got := [2]bool{opts.Provisioning.EarlyProvisioning, opts.Disruption.MultiNodeReplacements}; got != want {
+			t.Errorf("--feature-gates=%q: Provisioning.EarlyProvisioning, Disruption.MultiNodeReplacements = %v, want %v", gates, got, want)
 		}
 	}
 }

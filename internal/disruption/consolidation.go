@@ -61,26 +61,53 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 		price += c.Price
 		allSpot = allSpot && c.CapacityType == v1.CapacityTypeSpot
 	}
-	one := 1
-	sim := p.simulate(cands, nil, &one, price, false)
+	maxClaims := 1
+	simCap := &maxClaims
+	if method == MethodMultiNode && p.opts.MultiNodeReplacements {
+		// Fewer nodes than it removes. Checked on the plan below rather
+		// than capped in the simulation: an uncapped solve bin-packs the
+		// new claims, a capped one places pods greedily, which leaves the
+		// tail of a re-pack on one small node per pod.
+		maxClaims, simCap = len(cands)-1, nil
+	}
+	sim := p.simulate(cands, nil, simCap, price, false)
 	if sim.failed != "" {
 		return nil, noCheaperMessage + ": " + sim.failed
 	}
 	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price, Plan: sim.plan}
-	switch len(sim.replacements) {
-	case 0:
+	switch n := len(sim.replacements); {
+	case n == 0:
 		return cmd, ""
-	case 1:
-	default:
-		return nil, fmt.Sprintf("pods need %d new nodes, consolidation launches at most one", len(sim.replacements))
+	case n > maxClaims:
+		return nil, fmt.Sprintf("pods need %d new nodes, consolidation launches at most %d", n, maxClaims)
 	}
-	claim, why := p.cheaperReplacement(sim.replacements[0], cands, price, allSpot, method == MethodMultiNode)
-	if claim == nil {
-		return nil, why
+	// Each replacement may cost its planned price plus an equal share of
+	// what the plan saves, so that whichever of its options is launched,
+	// the replacements together cost strictly less than the candidates.
+	planned := 0.0
+	for _, r := range sim.replacements {
+		planned += r.Price
 	}
-	pi := p.pools[claim.NodePool]
-	cmd.Replacements = []*Replacement{{NodePool: pi.np, Claim: claim}}
-	cmd.PriceAfter = claim.Price
+	if planned >= price {
+		return nil, noCheaperMessage
+	}
+	share := (price - planned) / float64(len(sim.replacements))
+	if len(sim.replacements) == 1 {
+		share = price - planned // one replacement: cheaper than the candidates, as Karpenter
+	}
+	// Karpenter's rule that a multi-node replacement may not be of a
+	// candidate's type (delete the others instead) is for one replacement:
+	// a re-pack into several nodes often keeps a type some candidate has.
+	sameTypeRule := method == MethodMultiNode && len(sim.replacements) == 1
+	for _, r := range sim.replacements {
+		claim, why := p.cheaperReplacement(r, cands, r.Price+share, allSpot, sameTypeRule)
+		if claim == nil {
+			return nil, why
+		}
+		pi := p.pools[claim.NodePool]
+		cmd.Replacements = append(cmd.Replacements, &Replacement{NodePool: pi.np, Claim: claim})
+		cmd.PriceAfter += claim.Price
+	}
 	return cmd, ""
 }
 

@@ -49,14 +49,18 @@ func BenchmarkConsolidationConvergence(b *testing.B) {
 			name   string
 			budget string
 			cap    bool
-		}{{"budget=100%", "100%", false}, {"budget=100%,cap=all", "100%", true}, {"budget=10%", "10%", false}} {
+			multi  bool
+		}{
+			{"budget=100%", "100%", false, false}, {"budget=100%,cap=all", "100%", true, false}, {"budget=10%", "10%", false, false},
+			{"budget=100%,replacements=many", "100%", false, true}, {"budget=10%,replacements=many", "10%", false, true},
+		} {
 			b.Run(fmt.Sprintf("nodes=%d/%s", n, v.name), func(b *testing.B) {
 				if n >= 2000 && testing.Short() {
 					b.Skip("2,000 nodes is skipped under -short")
 				}
 				in := scaledDown(benchInput(n), 3)
 				in.NodePools[0].NodePool.Spec.Disruption.Budgets = []v1.Budget{budget(v.budget)}
-				opts := disruption.Options{Clock: clock.RealClock{}}
+				opts := disruption.Options{Clock: clock.RealClock{}, MultiNodeReplacements: v.multi}
 				if v.cap {
 					opts.MaxMultiNodeCandidates = n
 				}
@@ -124,7 +128,7 @@ type convergence struct {
 // convergeCounting applies Decide's commands until it returns none, and
 // counts the evictions, the fewest evictions reaching the same end state,
 // and the time in Decide.
-func convergeCounting(b *testing.B, in disruption.Input, opts disruption.Options) convergence {
+func convergeCounting(b testing.TB, in disruption.Input, opts disruption.Options) convergence {
 	b.Helper()
 	home := map[types.UID]string{}
 	for _, n := range in.Nodes {
@@ -218,7 +222,7 @@ func nodePrice(in disruption.Input, n *machine.Machine) float64 {
 // freshPlan is the $/h, the number of nodes and the allocatable cpu
 // (millicores, of each claim's cheapest type) of the simulator's plan for the
 // cluster's pods, pending, on an empty cluster with the same NodePools.
-func freshPlan(b *testing.B, in disruption.Input) (cost float64, nodes int, cpu float64) {
+func freshPlan(b testing.TB, in disruption.Input) (cost float64, nodes int, cpu float64) {
 	b.Helper()
 	var pods []*corev1.Pod
 	for _, n := range in.Nodes {

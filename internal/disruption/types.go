@@ -70,6 +70,13 @@ type Options struct {
 	Methods []Method
 	// MaxMultiNodeCandidates bounds the multi-node search; 100 when zero.
 	MaxMultiNodeCandidates int
+	// MultiNodeReplacements lets multi-node consolidation replace its
+	// candidates with several cheaper nodes, fewer than it removes, whose
+	// prices together are strictly below theirs. Karpenter launches at most
+	// one node per consolidation, so a cluster of small, well-used nodes
+	// that one large node cannot hold stays as it is, though a few large
+	// nodes would cost less.
+	MultiNodeReplacements bool
 	// Clock and the timeouts bound consolidation's search: when the time
 	// is up, the best command found so far is returned. No bound when
 	// Clock is nil or a timeout is zero.

@@ -131,7 +131,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", "dovetail", "Service in front of the webhook server [WEBHOOK_SERVICE_NAME]")
 	fs.StringVar(&o.WebhookServiceNamespace, "webhook-service-namespace", "kube-system", "namespace of that Service and of the webhook's certificate Secret [SYSTEM_NAMESPACE]")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "", "directory of the webhook's serving certificate (default: controller-runtime's temporary directory) [WEBHOOK_CERT_DIR]")
-	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true), EarlyProvisioning (default true) [FEATURE_GATES]")
+	fs.StringVar(&o.FeatureGates, "feature-gates", "", "comma-separated Gate=true|false pairs: SpotToSpotConsolidation (default false), NodeRepair (default true), NodeOverlay (default true), EarlyProvisioning (default true), MultiNodeReplacements (default false) [FEATURE_GATES]")
 	fs.DurationVar(&o.DisruptionValidationDelay, "disruption-validation-delay", 15*time.Second, "wait this long before re-simulating and carrying out a consolidation decision [DISRUPTION_VALIDATION_DELAY]")
 	fs.DurationVar(&o.DisruptionReplacementTimeout, "disruption-replacement-timeout", 10*time.Minute, "roll a disruption back when its replacement nodes are not initialized this long after launch [DISRUPTION_REPLACEMENT_TIMEOUT]")
 	fs.BoolVar(&o.EnableProfiling, "enable-profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics port (needs --metrics-port) [ENABLE_PROFILING]")
@@ -267,6 +267,12 @@ type FeatureGates struct {
 	// EarlyProvisioning=false waits for the scheduler to mark every pod, as
 	// Karpenter does.
 	EarlyProvisioning bool
+	// MultiNodeReplacements lets multi-node consolidation replace its
+	// candidates with several cheaper nodes, fewer than it removes, where
+	// Karpenter launches at most one. A Dovetail gate, off by default: it
+	// reaches a cheaper cluster (within 1-5% of a fresh plan against 10-15%
+	// in the convergence benchmark) but moves more pods getting there.
+	MultiNodeReplacements bool
 }
 
 // DefaultFeatureGates are the gates when --feature-gates does not name them.
@@ -294,8 +300,10 @@ func (o *Options) Gates() (FeatureGates, error) {
 			g.NodeOverlay = value == "true"
 		case "EarlyProvisioning":
 			g.EarlyProvisioning = value == "true"
+		case "MultiNodeReplacements":
+			g.MultiNodeReplacements = value == "true"
 		default:
-			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair, NodeOverlay, EarlyProvisioning)", name)
+			return g, fmt.Errorf("--feature-gates: unknown gate %q (known: SpotToSpotConsolidation, NodeRepair, NodeOverlay, EarlyProvisioning, MultiNodeReplacements)", name)
 		}
 	}
 	return g, nil

@@ -187,26 +187,30 @@ func TestNodeOverlayGate(t *testing.T) {
 	}
 }
 
-// TestEarlyProvisioningGate: EarlyProvisioning is on unless --feature-gates
-// or FEATURE_GATES turns it off, and the compose layer hands it to
-// provisioning.
-func TestEarlyProvisioningGate(t *testing.T) {
+// TestDovetailGates: EarlyProvisioning is on and MultiNodeReplacements off
+// unless --feature-gates or FEATURE_GATES says otherwise; a value other
+// than true or false is refused naming the flag.
+func TestDovetailGates(t *testing.T) {
 	for name, tc := range map[string]struct {
-		args []string
-		env  map[string]string
-		want bool
+		args         []string
+		env          map[string]string
+		early, multi bool
 	}{
-		"default":                  {want: true},
-		"flag turns it off":        {args: []string{"--feature-gates=EarlyProvisioning=false"}, want: false},
-		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, want: false},
-		"Karpenter's gates only":   {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, want: true},
+		"default":                  {early: true},
+		"flag turns early off":     {args: []string{"--feature-gates=EarlyProvisioning=false"}, early: false},
+		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, early: false},
+		"Karpenter's gates only":   {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, early: true},
+		"flag turns multi on":      {args: []string{"--feature-gates=MultiNodeReplacements=true"}, early: true, multi: true},
+		"environment turns it on":  {env: map[string]string{"FEATURE_GATES": "EarlyProvisioning=false,MultiNodeReplacements=true"}, multi: true},
 	} {
 		g := parseGates(t, tc.args, tc.env)
-		if g.EarlyProvisioning != tc.want {
-			t.Errorf("%s: EarlyProvisioning = %v, want %v", name, g.EarlyProvisioning, tc.want)
+		if g.EarlyProvisioning != tc.early || g.MultiNodeReplacements != tc.multi {
+			t.Errorf("%s: EarlyProvisioning = %v, MultiNodeReplacements = %v; want %v, %v", name, g.EarlyProvisioning, g.MultiNodeReplacements, tc.early, tc.multi)
 		}
 	}
-	if _, err := parse(t, []string{"--feature-gates=EarlyProvisioning=yes"}, nil); err == nil || !strings.Contains(err.Error(), "feature-gates") {
-		t.Errorf("EarlyProvisioning=yes: %v, want an error naming --feature-gates", err)
+	for _, gate := range []string{"EarlyProvisioning=yes", "MultiNodeReplacements=1"} {
+		if _, err := parse(t, []string{"--feature-gates=" + gate}, nil); err == nil || !strings.Contains(err.Error(), "feature-gates") {
+			t.Errorf("%s: %v, want an error naming --feature-gates", gate, err)
+		}
 	}
 }

@@ -36,6 +36,9 @@ type Options struct {
 	NominationWindow time.Duration
 	// SpotToSpotConsolidation is the feature gate of that name.
 	SpotToSpotConsolidation bool
+	// MultiNodeReplacements is the feature gate of that name: multi-node
+	// consolidation may launch several cheaper nodes, fewer than it removes.
+	MultiNodeReplacements bool
 	// MultiNodeTimeout and SingleNodeTimeout bound consolidation's search.
 	MultiNodeTimeout, SingleNodeTimeout time.Duration
 	// Simulator tunes the scheduling simulations.
@@ -232,7 +235,8 @@ func (c *Controller) repairFirst(ctx context.Context, in disruption.Input) (bool
 
 func (c *Controller) decisionOptions() disruption.Options {
 	return disruption.Options{
-		SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, Simulator: c.opts.Simulator, Clock: c.clock,
+		SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MultiNodeReplacements: c.opts.MultiNodeReplacements,
+		Simulator: c.opts.Simulator, Clock: c.clock,
 		MultiNodeTimeout: c.opts.MultiNodeTimeout, SingleNodeTimeout: c.opts.SingleNodeTimeout,
 	}
 }
