@@ -53,22 +53,35 @@ func (p *pass) consolidationCandidates() []*Candidate {
 
 // computeConsolidation asks whether the candidates' pods fit on the rest of
 // the cluster plus at most one new node that is strictly cheaper than the
-// candidates together. It returns the command (delete, or replace with
-// one node), or nil and why not.
+// candidates together (with MultiNodeReplacements, for multi-node: or
+// several new nodes, fewer than the candidates, strictly cheaper together).
+// It returns the command (delete, or replace), or nil and why not.
 func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command, string) {
+	if method == MethodMultiNode && p.opts.MultiNodeReplacements && len(cands) > 2 {
+		// Fewer nodes than it removes, checked on the plan rather than
+		// capped in the simulation: an uncapped solve bin-packs the new
+		// claims, a capped one places pods greedily, which leaves the tail
+		// of a re-pack on one small node per pod. When the re-pack is no
+		// move, the one-replacement move is tried as without the gate.
+		if cmd, _ := p.consolidationWith(cands, method, len(cands)-1); cmd != nil {
+			return cmd, ""
+		}
+	}
+	return p.consolidationWith(cands, method, 1)
+}
+
+// consolidationWith is computeConsolidation with at most maxClaims new
+// nodes; above one, the simulation is not capped and a plan needing more
+// is refused.
+func (p *pass) consolidationWith(cands []*Candidate, method Method, maxClaims int) (*Command, string) {
 	price, allSpot := 0.0, true
 	for _, c := range cands {
 		price += c.Price
 		allSpot = allSpot && c.CapacityType == v1.CapacityTypeSpot
 	}
-	maxClaims := 1
 	simCap := &maxClaims
-	if method == MethodMultiNode && p.opts.MultiNodeReplacements {
-		// Fewer nodes than it removes. Checked on the plan below rather
-		// than capped in the simulation: an uncapped solve bin-packs the
-		// new claims, a capped one places pods greedily, which leaves the
-		// tail of a re-pack on one small node per pod.
-		maxClaims, simCap = len(cands)-1, nil
+	if maxClaims > 1 {
+		simCap = nil
 	}
 	sim := p.simulate(cands, nil, simCap, price, false)
 	if sim.failed != "" {
@@ -78,12 +91,14 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 	switch n := len(sim.replacements); {
 	case n == 0:
 		return cmd, ""
+	case n > maxClaims && maxClaims == 1:
+		return nil, fmt.Sprintf("pods need %d new nodes, consolidation launches at most one", n)
 	case n > maxClaims:
 		return nil, fmt.Sprintf("pods need %d new nodes, consolidation launches at most %d", n, maxClaims)
 	}
 	// Each replacement may cost its planned price plus an equal share of
-	// what the plan saves, so that whichever of its options is launched,
-	// the replacements together cost strictly less than the candidates.
+	// what the plan saves, so that whichever of its types is launched, the
+	// replacements together cost strictly less than the candidates.
 	planned := 0.0
 	for _, r := range sim.replacements {
 		planned += r.Price
@@ -92,15 +107,16 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 		return nil, noCheaperMessage
 	}
 	share := (price - planned) / float64(len(sim.replacements))
-	if len(sim.replacements) == 1 {
-		share = price - planned // one replacement: cheaper than the candidates, as Karpenter
+	rules := replacementRules{
+		multiNode: method == MethodMultiNode,
+		// Karpenter's rule that a multi-node replacement may not be of a
+		// candidate's type (delete the others instead) is for one
+		// replacement: a re-pack into several nodes often keeps a type
+		// some candidate has.
+		sameType: method == MethodMultiNode && len(sim.replacements) == 1,
 	}
-	// Karpenter's rule that a multi-node replacement may not be of a
-	// candidate's type (delete the others instead) is for one replacement:
-	// a re-pack into several nodes often keeps a type some candidate has.
-	sameTypeRule := method == MethodMultiNode && len(sim.replacements) == 1
 	for _, r := range sim.replacements {
-		claim, why := p.cheaperReplacement(r, cands, r.Price+share, allSpot, sameTypeRule)
+		claim, why := p.cheaperReplacement(r, cands, r.Price+share, allSpot, rules)
 		if claim == nil {
 			return nil, why
 		}
@@ -111,6 +127,11 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 	return cmd, ""
 }
 
+// replacementRules are the method-dependent rules cheaperReplacement
+// applies: multiNode lifts single-node's minimum of 15 cheaper spot types,
+// and sameType drops the types of the candidates (unless cheaper than them).
+type replacementRules struct{ multiNode, sameType bool }
+
 // cheaperReplacement narrows a planned replacement to instance types whose
 // offering is strictly cheaper than the candidates, with Karpenter's
 // capacity-type rules: a replacement of on-demand nodes that may be spot is
@@ -120,7 +141,7 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 // cheaper types (launching at most 15), and a multi-node replacement may
 // not be the type of one of the candidates unless cheaper than it (delete
 // the others instead).
-func (p *pass) cheaperReplacement(claim *simulator.NewNodeClaim, cands []*Candidate, price float64, allSpot, multi bool) (*simulator.NewNodeClaim, string) {
+func (p *pass) cheaperReplacement(claim *simulator.NewNodeClaim, cands []*Candidate, price float64, allSpot bool, rules replacementRules) (*simulator.NewNodeClaim, string) {
 	ct, hasCT := claim.Requirements.Get(v1.CapacityTypeLabelKey)
 	spotOK := !hasCT || ct.Has(v1.CapacityTypeSpot)
 	odOK := !hasCT || ct.Has(v1.CapacityTypeOnDemand)
@@ -143,11 +164,11 @@ func (p *pass) cheaperReplacement(claim *simulator.NewNodeClaim, cands []*Candid
 			reqs = reqs.Add(requirements.In(v1.CapacityTypeLabelKey, pin))
 		}
 		options, prices := cheaperOptions(claim.InstanceTypes, reqs, price)
-		if multi {
+		if rules.sameType {
 			options, prices = withoutCandidateTypes(options, prices, cands)
 		}
 		if pin == v1.CapacityTypeSpot && allSpot {
-			if !multi && len(options) < minSpotToSpotOptions {
+			if !rules.multiNode && len(options) < minSpotToSpotOptions {
 				return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d",
 					minSpotToSpotOptions, len(options))
 			}
@@ -265,7 +286,8 @@ func unmetMinValues(reqs requirements.Requirements, options []*cloudprovider.Ins
 // multiNode finds the largest prefix of the best candidates (within their
 // pools' Underutilized budgets, at most MaxMultiNodeCandidates, at least
 // two) whose pods fit on the rest of the cluster plus at most one cheaper
-// node, by binary search on the prefix length.
+// node (with MultiNodeReplacements, or several, fewer than the prefix and
+// cheaper together), by binary search on the prefix length.
 func (p *pass) multiNode(cands []*Candidate) *Command {
 	start := p.started()
 	taken := map[string]int{}

@@ -14,7 +14,9 @@
 // (delete empty nodes), drift (replace drifted nodes, replacement first),
 // multi-node consolidation (the largest prefix of the ordered candidates
 // whose pods fit on the rest of the cluster plus at most one strictly
-// cheaper node) and single-node consolidation.
+// cheaper node; with Options.MultiNodeReplacements, or several nodes, fewer
+// than the prefix and strictly cheaper together) and single-node
+// consolidation.
 // Other candidates pass the same guards for every method (initialized, not being
 // deleted, not nominated, no karpenter.sh/do-not-disrupt pod or node, no
 // PDB that forbids an eviction) and are ordered by savings per unit of

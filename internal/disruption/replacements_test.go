@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,6 +79,56 @@ func TestMultiNodeReplacements(t *testing.T) {
 	}
 }
 
+// TestMultiNodeReplacementsRules: with the gate, a re-pack of spot nodes
+// into spot nodes follows multi-node's spot rule (no minimum of 15 cheaper
+// types, which is single-node's), and a prefix whose re-pack would need as
+// many nodes as it removes still gets the one-replacement move.
+func TestMultiNodeReplacementsRules(t *testing.T) {
+	spotPool := makePool("default").obj()
+	odPool := makePool("default").req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand).obj()
+	small, xlarge := instanceType("small", 2, 0.10), instanceType("xlarge", 8, 0.25)
+	tiny, mid, large := instanceType("tiny", 2, 0.05), instanceType("mid", 4, 0.40), instanceType("large", 8, 0.30)
+	nodes := func(pool *v1.NodePool, it *cloudprovider.InstanceType, capacityType string, names ...string) []*machine.Machine {
+		var out []*machine.Machine
+		for _, name := range names {
+			out = append(out, makeNode(name, pool, it, zoneA, capacityType).pods(pod("p-"+name, "web", "1500m")).obj())
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		pool  *v1.NodePool
+		types []*cloudprovider.InstanceType
+		nodes []*machine.Machine
+		opts  disruption.Options
+		want  *summary
+	}{
+		"spot re-pack with two cheaper spot types": {
+			pool: spotPool, types: []*cloudprovider.InstanceType{small, xlarge},
+			nodes: nodes(spotPool, small, v1.CapacityTypeSpot, "a", "b", "c", "d", "e", "f", "g", "h"),
+			opts:  disruption.Options{MultiNodeReplacements: true, SpotToSpotConsolidation: true},
+			want: &summary{Method: disruption.MethodMultiNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionReplace,
+				Candidates: []string{"a", "b", "c", "d", "e", "f", "g", "h"}, Replacements: []string{"xlarge/[spot]", "xlarge/[spot]"}},
+		},
+		"one replacement when the re-pack needs a node per candidate": {
+			// Alone, the three pods would go on three $0.05 nodes: as many
+			// as the candidates, so no re-pack; one $0.30 node still saves.
+			pool: odPool, types: []*cloudprovider.InstanceType{tiny, mid, large},
+			nodes: nodes(odPool, mid, v1.CapacityTypeOnDemand, "a", "b", "c"),
+			opts:  disruption.Options{MultiNodeReplacements: true},
+			want: &summary{Method: disruption.MethodMultiNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionReplace,
+				Candidates: []string{"a", "b", "c"}, Replacements: []string{"large/[on-demand]"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := disruption.Input{Now: now, Nodes: tc.nodes, NodePools: []simulator.NodePool{{NodePool: tc.pool, InstanceTypes: tc.types}}}
+			out := disruption.Decide(in, tc.opts)
+			if diff := cmp.Diff(tc.want, summarize(out.Command)); diff != "" {
+				t.Errorf("command (-want +got):\n%s\nblocked: %+v", diff, messages(out.Blocked))
+			}
+		})
+	}
+}
+
 // TestMultiNodeReplacementsConverge: on the convergence benchmark's
 // 100-node cluster scaled down to a third, consolidation with the gate
 // ends within 5% of a fresh plan's price for the remaining pods, and below
@@ -94,5 +145,40 @@ func TestMultiNodeReplacementsConverge(t *testing.T) {
 	}
 	if ratio[true] > 1.05 || ratio[true] >= ratio[false] {
 		t.Errorf("with the gate the cluster converged at %.3fx the fresh plan (without: %.3fx); want at most 1.05x and below", ratio[true], ratio[false])
+	}
+}
+
+// TestDecideDoesNotWriteItsInput: the controller hands Decide the cluster
+// model's objects, which share memory with the informer cache; a decision
+// (every method, with and without MultiNodeReplacements) must leave every
+// Node, NodeClaim and pod as it found them.
+func TestDecideDoesNotWriteItsInput(t *testing.T) {
+	in := scaledDown(benchInput(100), 3)
+	type copies struct {
+		node  *corev1.Node
+		claim *v1.NodeClaim
+		pods  []*corev1.Pod
+	}
+	before := make([]copies, len(in.Nodes))
+	for i, n := range in.Nodes {
+		before[i] = copies{node: n.Node.DeepCopy(), claim: n.NodeClaim.DeepCopy()}
+		for _, p := range n.Pods {
+			before[i].pods = append(before[i].pods, p.DeepCopy())
+		}
+	}
+	for _, multi := range []bool{false, true} {
+		if out := disruption.Decide(in, disruption.Options{MultiNodeReplacements: multi}); out.Command == nil {
+			t.Fatalf("MultiNodeReplacements=%v: no command; the check needs a decision that simulates moves", multi)
+		}
+	}
+	for i, n := range in.Nodes {
+		if !reflect.DeepEqual(before[i].node, n.Node) || !reflect.DeepEqual(before[i].claim, n.NodeClaim) {
+			t.Errorf("node %s: Decide changed its Node or NodeClaim", n.Name())
+		}
+		for j, p := range n.Pods {
+			if !reflect.DeepEqual(before[i].pods[j], p) {
+				t.Errorf("node %s: Decide changed pod %s", n.Name(), p.Name)
+			}
+		}
 	}
 }
