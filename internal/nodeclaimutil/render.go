@@ -25,6 +25,13 @@ import (
 // NodePool counts the replacement, not the claim it replaces.
 const ReplacesAnnotationKey = "disruption.dovetail.dev/replaces"
 
+// ReplacementCountAnnotationKey is set on a replacement NodeClaim to how
+// many replacements its disruption command launches. They are created in
+// parallel, so a controller stopped in between leaves only some; a
+// restarted controller that finds fewer rolls the command back instead of
+// deleting the candidates onto too little room.
+const ReplacementCountAnnotationKey = "disruption.dovetail.dev/replacement-count"
+
 // Replaces returns the names of the NodeClaims nc replaces.
 func Replaces(nc *v1.NodeClaim) []string {
 	var out []string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,10 @@ import (
 // the NodeClaims it replaces (comma-separated), so that a restarted
 // controller finds its command again.
 const ReplacesAnnotationKey = nodeclaimutil.ReplacesAnnotationKey
+
+// ReplacementCountAnnotationKey records on each replacement how many its
+// command launches.
+const ReplacementCountAnnotationKey = nodeclaimutil.ReplacementCountAnnotationKey
 
 const (
 	// queuePoll is how often the queue checks on its commands.
@@ -285,6 +290,7 @@ func (q *Queue) launch(ctx context.Context, dc *disruption.Command, cmd *command
 		r := dc.Replacements[i]
 		nc := r.NodeClaim()
 		nc.Annotations[ReplacesAnnotationKey] = strings.Join(replaces, ",")
+		nc.Annotations[ReplacementCountAnnotationKey] = strconv.Itoa(len(dc.Replacements))
 		if err := q.kubeClient.Create(ctx, nc); err != nil {
 			errs[i] = fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
 			return

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -57,7 +59,10 @@ func (q *Queue) remember(cmd *command) {
 // their replacements: replacement NodeClaims name the claims they replace,
 // and candidates still carry the DisruptionReason this controller set.
 // Such commands resume with a fresh timeout; a repair's (reason Unhealthy)
-// resumes forced. Candidates without a command are rolled back by the
+// resumes forced. A command with fewer live replacements than it launched
+// (ReplacementCountAnnotationKey: stopped mid-launch, or one failed) is not
+// resumed and its replacements are deleted. Candidates without a command
+// are rolled back by the
 // controller's cleanup (a repair whose node is still due is then asked
 // for again by the node.health controller).
 func (q *Queue) Recover(ctx context.Context) error {
@@ -69,11 +74,17 @@ func (q *Queue) Recover(ctx context.Context) error {
 	}
 	byName := map[string]*v1.NodeClaim{}
 	groups := map[string][]string{}
+	launched := map[string]int{} // replacements each command launches, by its replaces value
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		byName[nc.Name] = nc
 		if value, ok := nc.Annotations[ReplacesAnnotationKey]; ok && nc.DeletionTimestamp.IsZero() {
 			groups[value] = append(groups[value], nc.Name)
+			// Absent (written before the count was) or unreadable: the
+			// replacements found are taken as all of them.
+			if n, err := strconv.Atoi(nc.Annotations[ReplacementCountAnnotationKey]); err == nil {
+				launched[value] = max(launched[value], n)
+			}
 		}
 	}
 	keys := make([]string, 0, len(groups))
@@ -99,6 +110,20 @@ func (q *Queue) Recover(ctx context.Context) error {
 		}
 		if len(cmd.candidates) == 0 {
 			continue // done (candidates deleted) or rolled back
+		}
+		if want := launched[value]; len(cmd.replacements) < want {
+			// Stopped while launching, or a replacement failed and was
+			// deleted: the room the decision counted on is not all there.
+			// Without a command, the candidates are rolled back by the
+			// controller's cleanup.
+			log.FromContext(ctx).V(0).Info("Rolling back disruption left with only some of its replacements", "nodes", nodeNames(cmd),
+				"replacements", cmd.replacements, "launched", len(cmd.replacements), "want", want, "reason", cmd.reason)
+			for _, name := range cmd.replacements {
+				if err := q.kubeClient.Delete(ctx, byName[name]); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("deleting replacement nodeclaim %s of a partial disruption: %w", name, err)
+				}
+			}
+			continue
 		}
 		// A repair resumes forced: its candidates go, with or without
 		// their replacements.

@@ -1,16 +1,19 @@
 package disruption_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // driftedNode sets up a pool and one drifted on-demand node running a pod
@@ -190,6 +193,53 @@ func TestRestartResumesTheCommand(t *testing.T) {
 	h.step()
 	if h.get(nc); nc.DeletionTimestamp == nil {
 		t.Fatal("resumed command did not delete the drifted node")
+	}
+}
+
+// TestRestartRollsBackAPartialLaunch: a command whose replacements were
+// not all created when the controller stopped (its replacement says the
+// command launches two; one exists) is not resumed by the next controller:
+// the lone replacement is deleted, and the drifted node is decided again.
+func TestRestartRollsBackAPartialLaunch(t *testing.T) {
+	h := newHarness(t, nil)
+	_, nc, node := h.driftedNode()
+	h.decide()
+	repl := h.expectStarted(nc, node, v1.DisruptionReasonDrifted)
+	if got := repl.Annotations[disrupter.ReplacementCountAnnotationKey]; got != "1" {
+		t.Fatalf("replacement %s annotation %s = %q, want 1", repl.Name, disrupter.ReplacementCountAnnotationKey, got)
+	}
+	stored := repl.DeepCopy()
+	repl.Annotations[disrupter.ReplacementCountAnnotationKey] = "2"
+	if err := h.direct.Patch(h.ctx, repl, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, 10*time.Second, "the cache to see the second replacement missing", func(ctx context.Context) (bool, error) {
+		cached := &v1.NodeClaim{}
+		if err := h.cached.Get(ctx, client.ObjectKeyFromObject(repl), cached); err != nil {
+			return false, err
+		}
+		return cached.Annotations[disrupter.ReplacementCountAnnotationKey] == "2", nil
+	})
+
+	h.restart()
+	if err := h.queue.Recover(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.queue.Len() != 0 {
+		t.Fatalf("the new queue resumed %d commands, want the partial one rolled back", h.queue.Len())
+	}
+	if err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(repl), repl); err == nil && repl.DeletionTimestamp == nil {
+		t.Error("the lone replacement of a partial launch was not deleted")
+	}
+	// The controller's cleanup then untaints the node; the node, still
+	// drifted, is decided again with a whole new command.
+	h.decide()
+	if h.get(nc); nc.DeletionTimestamp != nil {
+		t.Error("the drifted NodeClaim was deleted though its replacement was not all there")
+	}
+	again := h.replacements(nc.Name)
+	if len(again) != 1 || again[0].Name == repl.Name {
+		t.Errorf("replacements after the rollback: %d, want one new one (not %s)", len(again), repl.Name)
 	}
 }
 
