@@ -62,9 +62,8 @@ func (q *Queue) remember(cmd *command) {
 // resumes forced. A command with fewer live replacements than it launched
 // (ReplacementCountAnnotationKey: stopped mid-launch, or one failed) is not
 // resumed and its replacements are deleted. Candidates without a command
-// are rolled back by the
-// controller's cleanup (a repair whose node is still due is then asked
-// for again by the node.health controller).
+// are rolled back by the controller's cleanup (a repair whose node is
+// still due is then asked for again by the node.health controller).
 func (q *Queue) Recover(ctx context.Context) error {
 	q.work.Lock()
 	defer q.work.Unlock()
