@@ -37,7 +37,7 @@ func RunWithAWS(ctx context.Context, op *operator.Operator, s settings.Settings)
 		return fmt.Errorf("building the aws cloud provider: %w", err)
 	}
 	all := controllers.NewControllers(controllers.Dependencies{
-		Clock: op.Clock, KubeClient: op.KubeClient, APIReader: op.Manager.GetAPIReader(), Cluster: state.NewCluster(op.Clock),
+		Clock: op.Clock, KubeClient: op.KubeClient, APIReader: op.Manager.GetAPIReader(), Cluster: state.NewCluster(op.Clock).WithAPIReader(op.Manager.GetAPIReader()),
 		CloudProvider: rt.CloudProvider, Recorder: op.Recorder, Metrics: op.Metrics,
 	}, ControllerOptions(op.Options))
 	for _, c := range providerControllers(op.Options.DryRun, rt.Controllers) {

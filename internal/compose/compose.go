@@ -146,7 +146,7 @@ func RunWithKwok(ctx context.Context, op *operator.Operator, kwokOpts KwokOption
 		return fmt.Errorf("creating the kwok cloud provider: %w", err)
 	}
 	deps := controllers.Dependencies{
-		Clock: op.Clock, KubeClient: op.KubeClient, APIReader: op.Manager.GetAPIReader(), Cluster: state.NewCluster(op.Clock),
+		Clock: op.Clock, KubeClient: op.KubeClient, APIReader: op.Manager.GetAPIReader(), Cluster: state.NewCluster(op.Clock).WithAPIReader(op.Manager.GetAPIReader()),
 		CloudProvider: provider, Recorder: op.Recorder, Metrics: op.Metrics,
 	}
 	all := controllers.NewControllers(deps, ControllerOptions(op.Options))

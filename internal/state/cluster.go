@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,9 @@ type Cluster struct {
 	// claim and recorded it before the informer delivered it (see
 	// AddCreatedNodeClaim); the informer's first delivery clears it.
 	created map[string]time.Time
+	// apiReader reads the API server itself, not a cache: Synced asks it
+	// whether a created claim the cache does not list still exists.
+	apiReader client.Reader
 }
 
 // waitingHold is how far past the reading's clock a machine that holds
@@ -79,6 +83,17 @@ func NewCluster(clk clock.PassiveClock) *Cluster {
 		waiting:       map[podKey]bool{},
 		created:       map[string]time.Time{},
 	}
+}
+
+// WithAPIReader gives the model an uncached reader of the API server and
+// returns the model. Synced uses it to tell a claim the provisioner has
+// just created and the cache has not delivered yet (it exists) from one
+// deleted before the model saw it go (it does not). Without it Synced
+// reports such claims as not synced until the informer delivers them.
+// Call it before the model is shared.
+func (c *Cluster) WithAPIReader(r client.Reader) *Cluster {
+	c.apiReader = r
+	return c
 }
 
 // entryID keys a machine by its provider ID once known, else by name.
@@ -452,11 +467,11 @@ func (c *Cluster) stateNode(id string, e *stateEntry, awaited map[string]bool) *
 
 // Synced reports whether the model holds exactly the NodeClaims and Nodes
 // the (cached) reader holds, with the same provider IDs, apart from claims
-// the provisioner has just created and the reader does not list yet.
-// Controllers take no decision while it is false. Both directions matter:
-// a claim the model lacks would have its pods planned again, and a claim
-// the model still holds after the reader dropped it (a delete not yet
-// handled) would offer room that no longer exists, so pending pods would
+// the provisioner has just created that the reader does not list yet but
+// the API server still holds. Controllers take no decision while it is
+// false. Both directions matter: a claim the model lacks would have its
+// pods planned again, and a claim the model still holds after it was
+// deleted would offer room that no longer exists, so pending pods would
 // get no NodeClaim in that pass.
 func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error) {
 	// Read in place, not copied: only names and provider IDs are compared.
@@ -468,39 +483,69 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 	if err := reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing nodes: %w", err)
 	}
+	synced, unlisted := c.compare(claims.Items, nodes.Items)
+	if !synced {
+		return false, nil
+	}
+	// The cache lags the API server both ways: an unlisted claim the
+	// provisioner created is either not delivered yet (it exists) or was
+	// deleted before the informer's removal reached the model (it does
+	// not: the cache dropped it before the model's reconciler ran).
+	if len(unlisted) > 0 && c.apiReader == nil {
+		return false, nil
+	}
+	for _, name := range unlisted {
+		err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading created nodeclaim %s: %w", name, err)
+		}
+	}
+	return true, nil
+}
+
+// compare reports whether the model holds every listed claim and node
+// (same provider IDs) and nothing else but created claims, and returns
+// those created claims that are not listed.
+func (c *Cluster) compare(claims []v1.NodeClaim, nodes []corev1.Node) (bool, []string) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for i := range claims.Items {
-		id, ok := c.claimNames[claims.Items[i].Name]
-		if !ok || id != claimEntryID(&claims.Items[i]) {
+	for i := range claims {
+		id, ok := c.claimNames[claims[i].Name]
+		if !ok || id != claimEntryID(&claims[i]) {
 			return false, nil
 		}
 	}
-	for i := range nodes.Items {
-		id, ok := c.nodeNames[nodes.Items[i].Name]
-		if !ok || id != nodeEntryID(&nodes.Items[i]) {
+	for i := range nodes {
+		id, ok := c.nodeNames[nodes[i].Name]
+		if !ok || id != nodeEntryID(&nodes[i]) {
 			return false, nil
 		}
 	}
 	// Every listed object is in the model; equal counts mean nothing else is.
-	if len(c.nodeNames) != len(nodes.Items) {
+	if len(c.nodeNames) != len(nodes) {
 		return false, nil
 	}
-	if extra := len(c.claimNames) - len(claims.Items); extra > 0 {
-		listed := make(map[string]bool, len(claims.Items))
-		for i := range claims.Items {
-			listed[claims.Items[i].Name] = true
-		}
-		for name := range c.created {
-			if _, held := c.claimNames[name]; held && !listed[name] {
-				extra--
-			}
-		}
-		if extra > 0 {
-			return false, nil
+	extra := len(c.claimNames) - len(claims)
+	if extra == 0 {
+		return true, nil
+	}
+	listed := make(map[string]bool, len(claims))
+	for i := range claims {
+		listed[claims[i].Name] = true
+	}
+	var unlisted []string
+	for name := range c.created {
+		if _, held := c.claimNames[name]; held && !listed[name] {
+			unlisted = append(unlisted, name)
 		}
 	}
-	return true, nil
+	if extra > len(unlisted) {
+		return false, nil
+	}
+	return true, unlisted
 }
 
 // podKey identifies a pod.

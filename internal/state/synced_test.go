@@ -7,21 +7,36 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// listed is what an informer cache lists; Synced only lists, so Get is
-// never called.
+// listed is what an informer cache lists, or what the API server holds:
+// Synced lists the cache and gets single claims from the API server.
 type listed struct {
 	claims []v1.NodeClaim
 	nodes  []corev1.Node
+	err    error
 }
 
-func (l listed) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
-	return fmt.Errorf("Synced does not Get")
+func (l listed) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if l.err != nil {
+		return l.err
+	}
+	nc, ok := obj.(*v1.NodeClaim)
+	if !ok {
+		return fmt.Errorf("Synced gets only nodeclaims, not %T", obj)
+	}
+	for i := range l.claims {
+		if l.claims[i].Name == key.Name {
+			l.claims[i].DeepCopyInto(nc)
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(v1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), key.Name)
 }
 
 func (l listed) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
@@ -48,31 +63,43 @@ func TestSynced(t *testing.T) {
 		name  string
 		model func(c *Cluster)
 		cache listed
-		want  bool
+		// api is what the API server holds; nil means no API reader.
+		api     *listed
+		want    bool
+		wantErr bool
 	}{
-		{"both empty", func(*Cluster) {}, listed{}, true},
+		{"both empty", func(*Cluster) {}, listed{}, nil, true, false},
 		{"same claims and nodes", func(c *Cluster) { c.UpdateNodeClaim(a); c.UpdateNode(na) },
-			listed{claims: []v1.NodeClaim{*a}, nodes: []corev1.Node{*na}}, true},
-		{"a listed claim the model lacks", func(*Cluster) {}, listed{claims: []v1.NodeClaim{*a}}, false},
-		{"a listed node the model lacks", func(*Cluster) {}, listed{nodes: []corev1.Node{*na}}, false},
+			listed{claims: []v1.NodeClaim{*a}, nodes: []corev1.Node{*na}}, nil, true, false},
+		{"a listed claim the model lacks", func(*Cluster) {}, listed{claims: []v1.NodeClaim{*a}}, nil, false, false},
+		{"a listed node the model lacks", func(*Cluster) {}, listed{nodes: []corev1.Node{*na}}, nil, false, false},
 		{"a claim with another provider ID", func(c *Cluster) { c.UpdateNodeClaim(claim("a", "kwok://other")) },
-			listed{claims: []v1.NodeClaim{*a}}, false},
+			listed{claims: []v1.NodeClaim{*a}}, nil, false, false},
 		{"a deleted claim the model still holds", func(c *Cluster) { c.UpdateNodeClaim(a); c.UpdateNodeClaim(b) },
-			listed{claims: []v1.NodeClaim{*a}}, false},
-		{"a deleted node the model still holds", func(c *Cluster) { c.UpdateNode(na) }, listed{}, false},
+			listed{claims: []v1.NodeClaim{*a}}, nil, false, false},
+		{"a deleted node the model still holds", func(c *Cluster) { c.UpdateNode(na) }, listed{}, nil, false, false},
 		{"a just-created claim the cache has not delivered", func(c *Cluster) { c.UpdateNodeClaim(a); c.AddCreatedNodeClaim(b) },
-			listed{claims: []v1.NodeClaim{*a}}, true},
+			listed{claims: []v1.NodeClaim{*a}}, &listed{claims: []v1.NodeClaim{*a, *b}}, true, false},
+		{"a just-created claim deleted before the model saw it go", func(c *Cluster) { c.UpdateNodeClaim(a); c.AddCreatedNodeClaim(b) },
+			listed{claims: []v1.NodeClaim{*a}}, &listed{claims: []v1.NodeClaim{*a}}, false, false},
+		{"a just-created claim and no API reader to ask", func(c *Cluster) { c.UpdateNodeClaim(a); c.AddCreatedNodeClaim(b) },
+			listed{claims: []v1.NodeClaim{*a}}, nil, false, false},
+		{"a just-created claim and the API server failing", func(c *Cluster) { c.AddCreatedNodeClaim(b) },
+			listed{}, &listed{err: fmt.Errorf("connection refused")}, false, true},
 		{"a just-created claim the cache has delivered first", func(c *Cluster) { c.AddCreatedNodeClaim(b) },
-			listed{claims: []v1.NodeClaim{*b}}, true},
+			listed{claims: []v1.NodeClaim{*b}}, nil, true, false},
 		{"a just-created claim and a deleted one", func(c *Cluster) { c.UpdateNodeClaim(a); c.AddCreatedNodeClaim(b) },
-			listed{}, false},
+			listed{}, &listed{claims: []v1.NodeClaim{*b}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
+			if tc.api != nil {
+				c.WithAPIReader(*tc.api)
+			}
 			tc.model(c)
 			got, err := c.Synced(context.Background(), tc.cache)
-			if err != nil {
-				t.Fatal(err)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Synced error %v, want an error: %v", err, tc.wantErr)
 			}
 			if got != tc.want {
 				t.Errorf("Synced = %v, want %v", got, tc.want)

@@ -81,7 +81,7 @@ func newHarness(t *testing.T, mutate func(*disrupter.Options)) *harness {
 		cloud: fake.NewCloudProvider(),
 	}
 	h.cloud.InstanceTypes = dtesting.SmallMediumLarge(true)
-	h.cluster = state.NewCluster(h.clock)
+	h.cluster = state.NewCluster(h.clock).WithAPIReader(testEnv.Client)
 	h.opts = disrupter.DefaultOptions()
 	if mutate != nil {
 		mutate(&h.opts)

@@ -53,7 +53,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.raw = raw
-	cluster := state.NewCluster(clock.RealClock{})
+	cluster := state.NewCluster(clock.RealClock{}).WithAPIReader(testEnv.Client)
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

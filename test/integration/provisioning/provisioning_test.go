@@ -47,7 +47,7 @@ func newHarnessWithOptions(t *testing.T, opts provisioning.Options, types ...*cl
 	cleanup(t)
 	cp := fake.NewCloudProvider()
 	cp.InstanceTypes = types
-	cluster := state.NewCluster(clock.RealClock{})
+	cluster := state.NewCluster(clock.RealClock{}).WithAPIReader(testEnv.Client)
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestLaunchLoopBacksOff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	cp := fake.NewCloudProvider()
 	cp.InstanceTypes = instanceTypes()
-	cluster := state.NewCluster(clk)
+	cluster := state.NewCluster(clk).WithAPIReader(testEnv.Client)
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

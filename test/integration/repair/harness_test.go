@@ -81,7 +81,7 @@ func newHarness(t *testing.T, mutate func(*disrupter.Options)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, ctx: ctx, ns: testEnv.Namespace(t), clock: clk, cloud: cloud, events: &env.EventLog{}, metrics: m,
-		ready: map[string]time.Time{}, cluster: state.NewCluster(clk), requests: health.NewRequests()}
+		ready: map[string]time.Time{}, cluster: state.NewCluster(clk).WithAPIReader(testEnv.Client), requests: health.NewRequests()}
 	mgr := testEnv.StartManager(t, func(mgr manager.Manager) error {
 		for _, c := range informer.NewControllers(h.cluster) {
 			if err := c.Register(ctx, mgr); err != nil {

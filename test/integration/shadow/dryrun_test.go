@@ -62,7 +62,7 @@ func TestDryRunPublishesDecisionsAndWritesNothing(t *testing.T) {
 	opts.Disruption.PollPeriod = time.Second
 	testEnv.StartManager(t, func(mgr manager.Manager) error {
 		return controllers.Register(ctx, mgr, controllers.NewControllers(controllers.Dependencies{
-			Clock: clock.RealClock{}, KubeClient: mgr.GetClient(), Cluster: state.NewCluster(clock.RealClock{}),
+			Clock: clock.RealClock{}, KubeClient: mgr.GetClient(), Cluster: state.NewCluster(clock.RealClock{}).WithAPIReader(testEnv.Client),
 			CloudProvider: cp, Recorder: recorder, Metrics: m,
 		}, opts))
 	})

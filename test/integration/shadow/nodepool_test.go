@@ -43,7 +43,7 @@ func newLiveHarness(t *testing.T) *liveHarness {
 	h := &liveHarness{
 		ctx: log.IntoContext(context.Background(), testlog.Logger(t, 1)),
 		cp:  fake.NewCloudProvider(), registry: prometheus.NewRegistry(), recorder: &env.EventLog{},
-		cluster: state.NewCluster(clock.RealClock{}),
+		cluster: state.NewCluster(clock.RealClock{}).WithAPIReader(testEnv.Client),
 	}
 	h.cp.InstanceTypes = dtesting.SmallMediumLarge(false)
 	m, err := metrics.New(h.registry)

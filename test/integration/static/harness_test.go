@@ -76,7 +76,7 @@ func newHarness(t *testing.T) *harness {
 		cloud: fake.NewCloudProvider(),
 	}
 	h.cloud.InstanceTypes = dtesting.SmallMediumLarge(true)
-	h.cluster = state.NewCluster(h.clock)
+	h.cluster = state.NewCluster(h.clock).WithAPIReader(testEnv.Client)
 	mgr := testEnv.StartManager(t, func(mgr manager.Manager) error {
 		for _, c := range informer.NewControllers(h.cluster) {
 			if err := c.Register(ctx, mgr); err != nil {
