@@ -122,7 +122,7 @@ func NewControllers(d Dependencies, opts Options) []Controller {
 		out = append(out, nodeoverlay.NewController(d.Clock, d.KubeClient, rawProvider, provisioner.Trigger))
 	}
 	evictions := eviction.NewQueue(d.Clock, d.KubeClient, d.Recorder, d.Metrics)
-	nominator := handoff.NewController(d.KubeClient, d.Cluster)
+	nominator := handoff.NewController(d.KubeClient, d.Cluster, provisioner.Trigger)
 	return append(append(out, readOnly...),
 		lifecycle.NewController(d.Clock, d.KubeClient, d.APIReader, d.CloudProvider, d.Recorder, d.Metrics, nominator, opts.Lifecycle),
 		nominator,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
@@ -34,6 +35,23 @@ func TestExistingNodes(t *testing.T) {
 		"in-flight nodeclaims take pods": {
 			nodes: []simulator.Node{roomy("claim-1").InFlight().NodePool("default").Obj()}, pods: []*corev1.Pod{pod("p").Obj()},
 			claims: 0, placed: map[string]string{"p": "claim-1"},
+		},
+		"a pod is not placed on a node the kube-scheduler refused it": {
+			nodes: []simulator.Node{roomy("n1").Obj(), roomy("n2").Obj()}, pods: []*corev1.Pod{pod("p").Obj(), pod("q").Obj()},
+			refused: map[types.UID][]string{"uid-default-p": {"n1"}},
+			claims:  0, placed: map[string]string{"p": "n2", "q": "n1"},
+		},
+		"a pod refused by its only node gets a new one": {
+			nodes: []simulator.Node{roomy("n").Obj()}, pods: []*corev1.Pod{pod("p").Obj(), pod("q").Obj()},
+			refused: map[types.UID][]string{"uid-default-p": {"n", "gone"}},
+			claims:  1, placed: map[string]string{"q": "n"},
+		},
+		"a refused node is named in the reason when nothing else fits": {
+			nodes: []simulator.Node{roomy("n").Obj()}, pods: []*corev1.Pod{pod("p").Obj()},
+			pools:         []simulator.NodePool{pool(dtesting.MakeNodePool("default").Limit("cpu", "0").Obj())},
+			refused:       map[types.UID][]string{"uid-default-p": {"n"}},
+			claims:        0,
+			unschedulable: map[string]string{"p": "the kube-scheduler did not bind the pod here when planned"},
 		},
 		"a node being deleted takes no pods": {
 			nodes: []simulator.Node{roomy("n").Deleting().Obj()}, pods: []*corev1.Pod{pod("p").Obj()}, claims: 1,

@@ -80,6 +80,8 @@ func (s *solve) nodeReason(pi *podInfo, v *podView, i int32) string {
 		return "avoided in this simulation"
 	case n.invalid != "":
 		return n.invalid
+	case slices.Contains(pi.refused, i):
+		return "the kube-scheduler did not bind the pod here when planned"
 	}
 	if t, ok := tolerates(v.sig.tolerations, n.taints, !v.tolerateSoft); !ok {
 		return "untolerated taint " + t.ToString()

@@ -15,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -85,6 +86,7 @@ type tcase struct {
 	pvcs       []*corev1.PersistentVolumeClaim
 	scs        []*storagev1.StorageClass
 	namespaces []*corev1.Namespace
+	refused    map[types.UID][]string
 	opts       simulator.Options
 	request    func(r *simulator.Request)
 
@@ -173,6 +175,7 @@ func runCase(t *testing.T, tc tcase) {
 	snap := &simulator.Snapshot{
 		Pods: tc.pods, Nodes: tc.nodes, NodePools: tc.pools, DaemonSets: tc.daemonsets,
 		PersistentVolumes: tc.pvs, PersistentVolumeClaims: tc.pvcs, StorageClasses: tc.scs, Namespaces: tc.namespaces,
+		Refused: tc.refused,
 	}
 	if snap.NodePools == nil {
 		snap.NodePools = []simulator.NodePool{pool(dtesting.MakeNodePool("default").Obj())}

@@ -64,10 +64,11 @@ type podInfo struct {
 	pod     *corev1.Pod
 	sig     *podSig
 	req     resources.Vector
-	invalid string // a reason the pod cannot be placed at all
-	node    int32  // bound node, or -1
-	order   int    // position in the solve's queue
-	level   int    // preference-relaxation level reached
+	invalid string  // a reason the pod cannot be placed at all
+	node    int32   // bound node, or -1
+	refused []int32 // existing nodes the pod is not placed on (Snapshot.Refused)
+	order   int     // position in the solve's queue
+	level   int     // preference-relaxation level reached
 }
 
 // New indexes a snapshot. It never fails: problems with the input (invalid
@@ -130,6 +131,11 @@ func New(s *Snapshot, opts Options) *Model {
 			continue
 		}
 		pi := comp.compilePod(pod)
+		for _, name := range s.Refused[pod.UID] {
+			if i, ok := m.nodeByName[name]; ok {
+				pi.refused = append(pi.refused, i)
+			}
+		}
 		m.pending = append(m.pending, pi)
 		m.podByPtr[pod] = pi
 	}

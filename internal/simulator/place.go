@@ -36,7 +36,7 @@ func (s *solve) tryPlace(pi *podInfo, v *podView) bool {
 // nodeOK reports whether the pod fits node i as it stands in this solve.
 func (s *solve) nodeOK(pi *podInfo, v *podView, i int32) bool {
 	n := s.m.nodes[i]
-	if n.deleting || n.cordoned || s.nodeGone[i] || s.nodeAvoid[i] || n.invalid != "" {
+	if n.deleting || n.cordoned || s.nodeGone[i] || s.nodeAvoid[i] || n.invalid != "" || slices.Contains(pi.refused, i) {
 		return false
 	}
 	if !s.nodeStatic(v, n) {

@@ -4,6 +4,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
@@ -31,6 +32,11 @@ type Snapshot struct {
 	StorageClasses         []*storagev1.StorageClass
 	// Namespaces, for pod (anti-)affinity namespace selectors.
 	Namespaces []*corev1.Namespace
+	// Refused names, per pending pod (by UID), the existing nodes it is not
+	// placed on: the kube-scheduler would not bind it there when a plan
+	// put it there before, for a reason the simulation does not see. A
+	// pod planned onto such a node again would wait for it forever.
+	Refused map[types.UID][]string
 }
 
 // Node is an existing node or an in-flight NodeClaim that has no Node yet.

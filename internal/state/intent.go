@@ -43,6 +43,11 @@ type intents struct {
 	// however long the kube-scheduler takes to bind it: removing it would
 	// send the pod back to provisioning for a new node.
 	plans map[podKey]plan
+	// refused holds, per waiting pod, the Nodes its hand-off gave up on:
+	// the kube-scheduler did not bind it there (see RefuseHandOff).
+	// Provisioning plans the pod elsewhere; a pod planned onto a node the
+	// scheduler will not give it would otherwise wait there forever.
+	refused map[podKey]map[string]bool
 	// listeners are told of each HandOff (see OnHandOff).
 	listeners []func([]types.NamespacedName)
 }
@@ -55,11 +60,15 @@ type plan struct {
 }
 
 func newIntents() intents {
-	return intents{marked: map[string]bool{}, nominated: map[string]time.Time{}, plans: map[podKey]plan{}}
+	return intents{marked: map[string]bool{}, nominated: map[string]time.Time{}, plans: map[podKey]plan{},
+		refused: map[podKey]map[string]bool{}}
 }
 
-// forgetPod drops a pod's plan: it bound, finished or went.
-func (in *intents) forgetPod(key podKey) { delete(in.plans, key) }
+// forgetPod drops a pod's plan and refusals: it bound, finished or went.
+func (in *intents) forgetPod(key podKey) {
+	delete(in.plans, key)
+	delete(in.refused, key)
+}
 
 // forgetMachine drops what was intended for a machine name that is gone (a
 // NodeClaim or Node deleted): its nomination, and the plans of the pods
@@ -68,6 +77,14 @@ func (in *intents) forgetPod(key podKey) { delete(in.plans, key) }
 func (in *intents) forgetMachine(name string) {
 	delete(in.nominated, name)
 	maps.DeleteFunc(in.plans, func(_ podKey, p plan) bool { return p.machine == name })
+	for key, nodes := range in.refused {
+		if nodes[name] {
+			delete(nodes, name)
+			if len(nodes) == 0 {
+				delete(in.refused, key)
+			}
+		}
+	}
 }
 
 // unmark forgets that a machine entry is being removed.
@@ -310,6 +327,45 @@ func (c *Cluster) PlannedLaunch(pod types.NamespacedName) (claim string, ok bool
 		return "", false
 	}
 	return p.machine, true
+}
+
+// RefuseHandOff records that the hand-off of a waiting pod to a Node gave
+// up: the kube-scheduler did not bind it there (it cleared the
+// nomination again and again), or the node no longer has the room. The
+// pod's plan is dropped, so it no longer keeps that machine nominated or
+// counts as handed off, and provisioning does not plan it onto that Node
+// again (Refused) until the pod binds or goes, or the Node goes.
+func (c *Cluster) RefuseHandOff(pod types.NamespacedName, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.waiting[pod] {
+		return
+	}
+	delete(c.intent.plans, pod)
+	nodes := c.intent.refused[pod]
+	if nodes == nil {
+		nodes = map[string]bool{}
+		c.intent.refused[pod] = nodes
+	}
+	nodes[node] = true
+}
+
+// Refused returns, for each of these pods that has any, the Nodes its
+// hand-off gave up on (RefuseHandOff), sorted, keyed by the pod's UID: the
+// simulation places the pod elsewhere.
+func (c *Cluster) Refused(pods []*corev1.Pod) map[types.UID][]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.intent.refused) == 0 {
+		return nil
+	}
+	out := map[types.UID][]string{}
+	for _, pod := range pods {
+		if nodes := c.intent.refused[keyOf(pod)]; len(nodes) > 0 {
+			out[pod.UID] = slices.Sorted(maps.Keys(nodes))
+		}
+	}
+	return out
 }
 
 // HandedOffTo returns the handed-off pods planned onto a machine under any

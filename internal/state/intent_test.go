@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -74,5 +75,54 @@ func TestUnconfirmedClaimTakesItsPlansAlong(t *testing.T) {
 	}
 	if got, ok := c.HandOffTarget(p); ok {
 		t.Errorf("HandOffTarget = %q after its claim was forgotten, want none", got)
+	}
+}
+
+// TestRefuseHandOff: a refusal drops the pod's plan (its machine is no
+// longer awaited, the pod no longer handed off) and lasts until the pod
+// binds or goes or the refused Node goes; a pod the model does not see
+// waiting records none.
+func TestRefuseHandOff(t *testing.T) {
+	p := types.NamespacedName{Namespace: "ns", Name: "p"}
+	waitingPod := pod("p", "", corev1.PodPending)
+	waitingPod.UID = "uid-p"
+	for name, tc := range map[string]struct {
+		after func(c *Cluster)
+		want  []string
+	}{
+		"refused":                 {want: []string{"ip-1"}},
+		"refused two nodes":       {after: func(c *Cluster) { c.RefuseHandOff(p, "ip-0") }, want: []string{"ip-0", "ip-1"}},
+		"pod bound":               {after: func(c *Cluster) { c.UpdatePod(pod("p", "ip-2", corev1.PodRunning)) }},
+		"pod deleted":             {after: func(c *Cluster) { c.DeletePod(p) }},
+		"refused node deleted":    {after: func(c *Cluster) { c.DeleteNode("ip-1") }},
+		"another node deleted":    {after: func(c *Cluster) { c.DeleteNode("ip-2") }, want: []string{"ip-1"}},
+		"planned again elsewhere": {after: func(c *Cluster) { c.PlanPods("ip-2", []types.NamespacedName{p}) }, want: []string{"ip-1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
+			c.UpdatePod(waitingPod)
+			c.UpdateNode(node("ip-1", "kwok://ip-1"))
+			c.UpdateNode(node("ip-2", "kwok://ip-2"))
+			c.PlanPods("ip-1", []types.NamespacedName{p})
+			c.HandOff([]types.NamespacedName{p})
+			c.RefuseHandOff(p, "ip-1")
+			if _, ok := c.HandOffTarget(p); ok {
+				t.Fatal("the refused pod is still handed off")
+			}
+			if got := c.awaitedMachines(); got["ip-1"] {
+				t.Fatal("the refused node is still awaited by the pod")
+			}
+			if tc.after != nil {
+				tc.after(c)
+			}
+			if got := c.Refused([]*corev1.Pod{waitingPod})[waitingPod.UID]; !slices.Equal(got, tc.want) {
+				t.Errorf("Refused = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
+	c.RefuseHandOff(p, "ip-1")
+	if got := c.Refused([]*corev1.Pod{waitingPod}); len(got) != 0 {
+		t.Errorf("a pod the model never saw waiting has refusals %v", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/pod/handoff"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
@@ -198,6 +199,7 @@ func (p *Provisioner) schedule(ctx context.Context) (live, shadowed *decision, e
 		return nil, nil, nil
 	}
 	snapshot.Pods = pods
+	snapshot.Refused = p.cluster.Refused(pods)
 	if err := p.addVolumesAndNamespaces(ctx, snapshot); err != nil {
 		return nil, nil, err
 	}
@@ -416,7 +418,9 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	window := p.opts.NominationWindow()
 	// Hand the plan to the scheduler only when the pods differ: when they
 	// all come from one workload, any placement is as good as the plan and
-	// the hints would only cost a status write per pod.
+	// the hints would only cost a status write per pod. Pods whose spread
+	// nominations would keep each other off their node are never handed
+	// off (handoff.Suits).
 	hint := workloads(plan) > 1
 	// Pods planned onto a machine keep it nominated until they bind (or it
 	// goes), not only for the window: a slow kube-scheduler must not let
@@ -425,7 +429,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
 		p.cluster.NominateNodeForPod(placement.Node, window)
 		p.cluster.PlanPods(placement.Node, key)
-		if hint {
+		if hint && handoff.Suits(placement.Pod) {
 			p.cluster.HandOff(key)
 		}
 	}
@@ -448,13 +452,16 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		p.breaker.RecordLaunch(nc.Name, np.Name, claim.Pods)
 		p.cluster.NominateNodeForPod(nc.Name, window)
 		planned := make([]types.NamespacedName, 0, len(claim.Pods))
+		var handed []types.NamespacedName
 		for _, pod := range claim.Pods {
-			planned = append(planned, client.ObjectKeyFromObject(pod))
+			key := client.ObjectKeyFromObject(pod)
+			planned = append(planned, key)
+			if hint && handoff.Suits(pod) {
+				handed = append(handed, key)
+			}
 		}
 		p.cluster.PlanPods(nc.Name, planned)
-		if hint {
-			p.cluster.HandOff(planned)
-		}
+		p.cluster.HandOff(handed)
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
 			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
 			"instanceTypes", instanceTypeSummary(claim.InstanceTypes), "price", claim.Price)

@@ -53,6 +53,11 @@ type podRecord struct {
 	// claims are the NodeClaims the provisioner's Nominated events named
 	// for the pod, distinct, in order.
 	claims []string
+	// writes counts the updates that set a nominatedNodeName of Dovetail's
+	// (one per write the watch saw); unschedulable is the message of the
+	// kube-scheduler's latest Unschedulable condition while the pod waited.
+	writes        int
+	unschedulable string
 	// node is the node the pod first bound to.
 	node    string
 	boundAt time.Time
@@ -210,6 +215,9 @@ func (w *watch) onPod(obj any) {
 			manager := nominationManager(pod)
 			w.managers[manager]++
 			if manager == dovetailManager {
+				if !r.nominated || r.plan != nnn {
+					r.writes++
+				}
 				if r.plan != nnn {
 					r.planAt = now
 				}
@@ -221,6 +229,11 @@ func (w *watch) onPod(obj any) {
 			} else {
 				r.schedulerNomination = nnn
 				r.nominated = false
+			}
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				r.unschedulable = c.Message
 			}
 		}
 		if pod.Spec.NodeName != "" {

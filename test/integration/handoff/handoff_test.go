@@ -2,6 +2,8 @@ package handoff_test
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,16 +26,25 @@ import (
 // the operator does, and returns the model they share.
 func start(t *testing.T) *state.Cluster {
 	t.Helper()
+	cluster, _ := startCounting(t)
+	return cluster
+}
+
+// startCounting is start that also counts the times the controller woke
+// provisioning.
+func startCounting(t *testing.T) (*state.Cluster, *atomic.Int32) {
+	t.Helper()
 	cluster := state.NewCluster(clocktesting.NewFakeClock(time.Now()))
+	replans := &atomic.Int32{}
 	testEnv.StartManager(t, func(mgr manager.Manager) error {
 		for _, c := range informer.NewControllers(cluster) {
 			if err := c.Register(context.Background(), mgr); err != nil {
 				return err
 			}
 		}
-		return handoff.NewController(mgr.GetClient(), cluster).Register(context.Background(), mgr)
+		return handoff.NewController(mgr.GetClient(), cluster, func() { replans.Add(1) }).Register(context.Background(), mgr)
 	})
-	return cluster
+	return cluster, replans
 }
 
 func pendingPod(t *testing.T, ns, name, nominated string) *corev1.Pod {
@@ -287,7 +298,7 @@ func TestHandOffDoesNotOverfillANode(t *testing.T) {
 	key := client.ObjectKeyFromObject
 	pods := []types.NamespacedName{key(a), key(b)}
 
-	cluster := start(t)
+	cluster, replans := startCounting(t)
 	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
 		cluster.PlanPods(node.Name, pods)
 		cluster.HandOff(pods)
@@ -318,8 +329,17 @@ func TestHandOffDoesNotOverfillANode(t *testing.T) {
 		})
 	}
 	onlyOne("one planned pod nominated")
+	// The other is refused the node: provisioning is woken to plan it
+	// elsewhere, and will not plan it onto this node again.
+	env.Eventually(t, 30*time.Second, "the pod without room refused the node", func(context.Context) (bool, error) {
+		refused := cluster.Refused([]*corev1.Pod{a, b})
+		return len(refused) == 1 && slices.Equal(refused[a.UID], []string{node.Name}) != slices.Equal(refused[b.UID], []string{node.Name}), nil
+	})
+	if replans.Load() == 0 {
+		t.Error("provisioning was not woken for the refused pod")
+	}
 	// The scheduler clears the nominations, each pod wakes: again only one
-	// gets the room (either), however often this happens.
+	// gets the room, however often this happens.
 	for range handoff.MaxRenominations {
 		clearNomination(t, a)
 		clearNomination(t, b)
@@ -330,4 +350,69 @@ func TestHandOffDoesNotOverfillANode(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Errorf("%d planned pods nominated (%v), want 1", n, err)
 	}
+}
+
+// TestHandOffGivesUpOnANodeTheSchedulerRefuses: a pod the kube-scheduler
+// keeps failing on its planned node (it clears the nomination each time)
+// is nominated there MaxRenominations times after the first, then no more,
+// and the count survives plans that move the pod away and back: the
+// hand-off gives up, the model drops the plan and records the refusal
+// (provisioning then plans the pod elsewhere), and provisioning is woken.
+// Before the count was per pod and node and reset on each move, and a pod
+// whose plans alternated between two such nodes was nominated forever
+// (36,762 nominations in a CI run of the fidelity test).
+func TestHandOffGivesUpOnANodeTheSchedulerRefuses(t *testing.T) {
+	ns := testEnv.Namespace(t)
+	refusing := readyNode("handoff-refusing", "kwok://handoff-refusing")
+	createNode(t, refusing)
+	other := readyNode("handoff-other", "kwok://handoff-other")
+	createNode(t, other)
+	pod := pendingPod(t, ns, "refused", "")
+	key := client.ObjectKeyFromObject(pod)
+	cluster, replans := startCounting(t)
+	plan := func(node string) {
+		t.Helper()
+		env.Eventually(t, 30*time.Second, "the pod planned onto "+node, func(context.Context) (bool, error) {
+			cluster.PlanPods(node, []types.NamespacedName{key})
+			cluster.HandOff([]types.NamespacedName{key})
+			target, ok := cluster.HandOffTarget(key)
+			return ok && target == node && cluster.HasNode(node), nil
+		})
+	}
+	plan(refusing.Name)
+	nominatedTo(t, pod, refusing.Name)
+	// A plan moves it away and back in between: the count goes on.
+	clearNomination(t, pod)
+	nominatedTo(t, pod, refusing.Name)
+	plan(other.Name)
+	nominatedTo(t, pod, other.Name)
+	plan(refusing.Name)
+	nominatedTo(t, pod, refusing.Name) // the third nomination there
+	clearNomination(t, pod)
+	nominatedTo(t, pod, refusing.Name) // the fourth: MaxRenominations after the first
+	if handoff.MaxRenominations != 3 {
+		t.Fatalf("the test counts 3 renominations, MaxRenominations is %d", handoff.MaxRenominations)
+	}
+	clearNomination(t, pod)
+	env.Eventually(t, 30*time.Second, "the hand-off to give up", func(context.Context) (bool, error) {
+		return slices.Equal(cluster.Refused([]*corev1.Pod{pod})[pod.UID], []string{refusing.Name}), nil
+	})
+	if _, ok := cluster.HandOffTarget(key); ok {
+		t.Error("the refused pod is still handed off")
+	}
+	if replans.Load() == 0 {
+		t.Error("provisioning was not woken for the refused pod")
+	}
+	got := pod.DeepCopy()
+	env.Get(context.Background(), t, testEnv.Client, got)
+	if got.Status.NominatedNodeName != "" {
+		t.Errorf("the refused pod is nominated to %q", got.Status.NominatedNodeName)
+	}
+	// The refusal ends with the node.
+	if err := testEnv.Client.Delete(context.Background(), refusing); err != nil {
+		t.Fatal(err)
+	}
+	env.Eventually(t, 30*time.Second, "the refusal to end with the node", func(context.Context) (bool, error) {
+		return len(cluster.Refused([]*corev1.Pod{pod})) == 0, nil
+	})
 }

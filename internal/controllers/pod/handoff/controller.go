@@ -23,8 +23,21 @@
 // next to the pods bound there and the others nominated there: the
 // scheduler keeps room for every nominated pod, so nominating more than a
 // node holds (after a pod the plan did not expect bound there) would leave
-// each nominated pod waiting on room held for the others, forever. Such a
-// pod is left unnominated, and provisioning plans it again.
+// each nominated pod waiting on room held for the others, forever.
+//
+// When the hand-off of a pod to a node gives up (no room, or the scheduler
+// cleared more nominations there than MaxRenominations allows, counted
+// over the pod's whole wait, however often plans moved it away and back),
+// the model records the refusal (Plans.RefuseHandOff) and provisioning is
+// woken: it plans the pod again, never onto that node, so a pod the
+// scheduler will not place where the plan put it gets room elsewhere
+// (another node, or a new one) instead of waiting there forever.
+//
+// Pods with a DoNotSchedule topology spread constraint are not handed off
+// (Suits): the kube-scheduler counts the pods nominated to the node it
+// evaluates as if they ran there, so several pods of one spread group
+// nominated to one node each see the others push the node's domain past
+// maxSkew, and none of them binds.
 package handoff
 
 import (
@@ -70,6 +83,9 @@ type Plans interface {
 	HandedOffTo(names ...string) []types.NamespacedName
 	// HasNode reports whether a Node of that name is in the model.
 	HasNode(name string) bool
+	// RefuseHandOff records that a waiting pod's hand-off to a Node gave
+	// up: its plan is dropped and provisioning does not plan it there again.
+	RefuseHandOff(pod types.NamespacedName, node string)
 	// OnHandOff registers a listener for newly handed-off pods.
 	OnHandOff(fn func([]types.NamespacedName))
 }
@@ -79,6 +95,9 @@ type Plans interface {
 type Controller struct {
 	kubeClient client.Client
 	plans      Plans
+	// replan wakes provisioning after a refusal, so that the pod gets a
+	// plan elsewhere without waiting for another event.
+	replan func()
 
 	mu sync.Mutex
 	// queue is the running controller's work queue, once it has started
@@ -86,10 +105,10 @@ type Controller struct {
 	// the Node events that follow.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	// written holds, per pod, the node this controller last nominated it
-	// to and how many times: a nomination of ours that a newer plan
-	// replaced is ours to move, while one another writer set (a
-	// preemption, the scheduler starting a binding) to a node that exists
-	// is left alone.
+	// to and how many times it nominated it to each node: a nomination of
+	// ours that a newer plan replaced is ours to move, while one another
+	// writer set (a preemption, the scheduler starting a binding) to a
+	// node that exists is left alone.
 	written map[types.NamespacedName]written
 	// unseen holds the nominations this controller wrote that its cache has
 	// not delivered yet: they count in their node's room.
@@ -105,13 +124,15 @@ type Controller struct {
 const conflictRetry = 20 * time.Millisecond
 
 // MaxRenominations bounds how often a pod is nominated again to the same
-// node after the kube-scheduler cleared the nomination.
+// node after the kube-scheduler cleared the nomination, over the pod's
+// whole wait; then the hand-off to that node is refused.
 const MaxRenominations = 3
 
-// written is how many times a pod was nominated to a node.
+// written is where this controller nominated a pod: the node it last
+// nominated it to, and how many times it nominated it to each node.
 type written struct {
-	node  string
-	count int
+	node   string
+	counts map[string]int
 }
 
 // nomination is a nomination this controller wrote: the node, the
@@ -123,10 +144,31 @@ type nomination struct {
 	resourceVersion uint64
 }
 
-// NewController returns the hand-off controller.
-func NewController(kubeClient client.Client, plans Plans) *Controller {
-	return &Controller{kubeClient: kubeClient, plans: plans, written: map[types.NamespacedName]written{},
+// NewController returns the hand-off controller. replan wakes provisioning
+// (it must not block); nil when nothing is to be woken.
+func NewController(kubeClient client.Client, plans Plans, replan func()) *Controller {
+	if replan == nil {
+		replan = func() {}
+	}
+	return &Controller{kubeClient: kubeClient, plans: plans, replan: replan, written: map[types.NamespacedName]written{},
 		unseen: map[types.NamespacedName]nomination{}}
+}
+
+// Suits reports whether a pod is handed off to the kube-scheduler at all:
+// not when it has a DoNotSchedule topology spread constraint. The
+// scheduler admits a pod on a node only if the constraint also holds
+// with the pods nominated to that node counted as running there, so the
+// pods of one spread group that a plan puts together on a node, once
+// nominated, keep each other off it, and their nominations hold the room
+// other pods could use. Without a nomination the scheduler places such a
+// pod wherever its spread allows.
+func Suits(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return false
+		}
+	}
+	return true
 }
 
 // Name identifies the controller.
@@ -262,12 +304,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !c.mayNominate(pod, node.Name) {
 		return reconcile.Result{}, nil
 	}
-	// A nomination again, after the scheduler cleared one, only onto a node
-	// the pod can use now, and not forever.
-	if w := c.writtenTo(req.NamespacedName); w.node == node.Name {
-		if w.count > MaxRenominations || !schedulableFor(ctx, pod, node) {
+	// A nomination again, after the scheduler cleared one (or a plan moved
+	// the pod away and back), only onto a node the pod can use now, and
+	// not forever.
+	if n := c.writtenTo(req.NamespacedName).counts[node.Name]; n > 0 {
+		if n > MaxRenominations {
+			c.refuse(ctx, pod, node.Name, fmt.Sprintf("the kube-scheduler cleared %d nominations to it", n))
 			return reconcile.Result{}, nil
 		}
+		if !schedulableFor(ctx, pod, node) {
+			return reconcile.Result{}, nil
+		}
+	}
+	if len(node.Status.Allocatable) == 0 {
+		return reconcile.Result{}, nil // its first status brings the room, and the pod back
 	}
 	lock := c.nodeLock(node.Name)
 	lock.Lock()
@@ -278,7 +328,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !fits {
-		log.FromContext(ctx).V(1).Info("Not nominating pod: its planned node no longer has room for it", "Pod", klog.KObj(pod), "Node", klog.KObj(node))
+		c.refuse(ctx, pod, node.Name, "the node no longer has room for it next to the pods bound and nominated there")
 		return reconcile.Result{}, nil
 	}
 	if err := c.write(ctx, pod, node.Name, requests); err != nil {
@@ -338,17 +388,28 @@ func (c *Controller) write(ctx context.Context, pod *corev1.Pod, node string, re
 		return fmt.Errorf("nominating pod %s to node %s: %w", key, node, err)
 	}
 	c.mu.Lock()
-	if w := c.written[key]; w.node == node {
-		c.written[key] = written{node: node, count: w.count + 1}
-	} else {
-		c.written[key] = written{node: node, count: 1}
+	w := c.written[key]
+	if w.counts == nil {
+		w.counts = map[string]int{}
 	}
+	w.node = node
+	w.counts[node]++
+	c.written[key] = w
 	if rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64); err == nil {
 		c.unseen[key] = nomination{node: node, requests: requests, resourceVersion: rv}
 	}
 	c.mu.Unlock()
 	log.FromContext(ctx).V(1).Info("Nominated pod to its planned node", "Pod", klog.KObj(pod), "Node", node, "previous", previous)
 	return nil
+}
+
+// refuse gives up the hand-off of a pod to node: the model drops its plan
+// and keeps provisioning from planning it there again, and provisioning
+// is woken to plan it elsewhere.
+func (c *Controller) refuse(ctx context.Context, pod *corev1.Pod, node, why string) {
+	c.plans.RefuseHandOff(client.ObjectKeyFromObject(pod), node)
+	log.FromContext(ctx).Info("Planning pod elsewhere: gave up handing it to its planned node", "Pod", klog.KObj(pod), "Node", node, "reason", why)
+	c.replan()
 }
 
 // schedulableFor reports whether the kube-scheduler could place the pod on
