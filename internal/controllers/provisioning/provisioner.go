@@ -290,9 +290,9 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 // capacity launches while they drain).
 func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
 	// Every pod of the cluster is read in place (not copied) and the
-	// waiting pods taken are copied; the pods of machines being deleted
-	// are the model's own copies. The simulation reads pods and never
-	// writes them.
+	// waiting pods taken are copied. The pods of machines being deleted
+	// come from the model, which shares them with the informer cache: the
+	// simulation reads pods and never writes them.
 	list := &corev1.PodList{}
 	if err := p.kubeClient.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)

@@ -37,9 +37,18 @@ func (c *Controller) Name() string { return c.name }
 
 // Reconcile reads the object from the (cached) reader and records it, or
 // forgets it when it is gone.
+//
+// The read does not deep-copy: the model keeps a shallow copy whose labels,
+// spec and status share memory with the informer cache's object. The cache
+// replaces an object on each watch event and never changes one in place, and
+// the model and its readers treat what it holds as read-only, so one copy of
+// every pod and NodeClaim is enough. At 10,000 pods the model's own deep
+// copies were a fifth of the controller's live heap.
+// (Such a read leaves TypeMeta empty; the model's readers take kinds from
+// the scheme.)
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj := c.object()
-	if err := c.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := c.reader.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.remove(req.NamespacedName)
 			return reconcile.Result{}, nil
