@@ -51,7 +51,7 @@ func TestExistingNodes(t *testing.T) {
 			pools:         []simulator.NodePool{pool(dtesting.MakeNodePool("default").Limit("cpu", "0").Obj())},
 			refused:       map[types.UID][]string{"uid-default-p": {"n"}},
 			claims:        0,
-			unschedulable: map[string]string{"p": "the kube-scheduler did not bind the pod here when planned"},
+			unschedulable: map[string]string{"p": "the hand-off to the kube-scheduler gave up on this node"},
 		},
 		"a node being deleted takes no pods": {
 			nodes: []simulator.Node{roomy("n").Deleting().Obj()}, pods: []*corev1.Pod{pod("p").Obj()}, claims: 1,

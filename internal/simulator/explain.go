@@ -81,7 +81,7 @@ func (s *solve) nodeReason(pi *podInfo, v *podView, i int32) string {
 	case n.invalid != "":
 		return n.invalid
 	case slices.Contains(pi.refused, i):
-		return "the kube-scheduler did not bind the pod here when planned"
+		return "the hand-off to the kube-scheduler gave up on this node"
 	}
 	if t, ok := tolerates(v.sig.tolerations, n.taints, !v.tolerateSoft); !ok {
 		return "untolerated taint " + t.ToString()

@@ -33,9 +33,10 @@ type Snapshot struct {
 	// Namespaces, for pod (anti-)affinity namespace selectors.
 	Namespaces []*corev1.Namespace
 	// Refused names, per pending pod (by UID), the existing nodes it is not
-	// placed on: the kube-scheduler would not bind it there when a plan
-	// put it there before, for a reason the simulation does not see. A
-	// pod planned onto such a node again would wait for it forever.
+	// placed on: the hand-off of an earlier plan to the kube-scheduler gave
+	// up on them (the scheduler kept refusing the pod there, for a reason
+	// the simulation does not see, or the room went). A pod planned onto
+	// such a node again could wait for it forever.
 	Refused map[types.UID][]string
 }
 

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -495,8 +496,16 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 		return false, nil
 	}
 	for _, name := range unlisted {
-		err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{})
+		// Metadata only: whether it exists is all that matters.
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("NodeClaim"))
+		err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, meta)
 		if apierrors.IsNotFound(err) {
+			// Deleted: forget it now rather than at ForgetUnconfirmedNodeClaims'
+			// deadline (its informer may never report it, if a relist missed
+			// both its creation and its deletion). The next call sees the
+			// model without it.
+			c.forgetCreated(name)
 			return false, nil
 		}
 		if err != nil {
@@ -504,6 +513,20 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 		}
 	}
 	return true, nil
+}
+
+// forgetCreated drops a claim AddCreatedNodeClaim recorded that is gone
+// from the API server, unless the informer has delivered it since (then the
+// informer's own delete handles it).
+func (c *Cluster) forgetCreated(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.created[name]; !ok {
+		return
+	}
+	delete(c.created, name)
+	c.intent.forgetMachine(name)
+	c.removeClaim(name)
 }
 
 // compare reports whether the model holds every listed claim and node

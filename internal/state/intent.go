@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
 // intents is what Dovetail's decisions intend and the API server does not
@@ -43,13 +44,21 @@ type intents struct {
 	// however long the kube-scheduler takes to bind it: removing it would
 	// send the pod back to provisioning for a new node.
 	plans map[podKey]plan
-	// refused holds, per waiting pod, the Nodes its hand-off gave up on:
-	// the kube-scheduler did not bind it there (see RefuseHandOff).
-	// Provisioning plans the pod elsewhere; a pod planned onto a node the
-	// scheduler will not give it would otherwise wait there forever.
-	refused map[podKey]map[string]bool
+	// refused holds, per waiting pod, the Nodes its hand-off gave up on
+	// (see RefuseHandOff). Provisioning plans the pod elsewhere; a pod
+	// planned onto a node the scheduler will not give it would otherwise
+	// wait there forever. Unlike the rest, refusals are not rebuilt after
+	// a restart: a restarted controller may try such a node once more.
+	refused map[podKey]refusal
 	// listeners are told of each HandOff (see OnHandOff).
 	listeners []func([]types.NamespacedName)
+}
+
+// refusal is the Nodes a pod's hand-off gave up on, for the pod with that
+// UID (a pod recreated under the same name starts afresh).
+type refusal struct {
+	uid   types.UID
+	nodes map[string]bool
 }
 
 // plan is where a pod was planned, and whether the plan is handed to the
@@ -61,7 +70,7 @@ type plan struct {
 
 func newIntents() intents {
 	return intents{marked: map[string]bool{}, nominated: map[string]time.Time{}, plans: map[podKey]plan{},
-		refused: map[podKey]map[string]bool{}}
+		refused: map[podKey]refusal{}}
 }
 
 // forgetPod drops a pod's plan and refusals: it bound, finished or went.
@@ -77,10 +86,10 @@ func (in *intents) forgetPod(key podKey) {
 func (in *intents) forgetMachine(name string) {
 	delete(in.nominated, name)
 	maps.DeleteFunc(in.plans, func(_ podKey, p plan) bool { return p.machine == name })
-	for key, nodes := range in.refused {
-		if nodes[name] {
-			delete(nodes, name)
-			if len(nodes) == 0 {
+	for key, r := range in.refused {
+		if r.nodes[name] {
+			delete(r.nodes, name)
+			if len(r.nodes) == 0 {
 				delete(in.refused, key)
 			}
 		}
@@ -111,7 +120,7 @@ func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
 	if node == "" {
 		return
 	}
-	if _, planned := c.intent.plans[key]; planned || !NominatedByDovetail(pod) {
+	if _, planned := c.intent.plans[key]; planned || !NominatedByDovetail(pod) || !podutil.SuitsHandOff(pod) {
 		return
 	}
 	c.intent.plans[key] = plan{machine: node, handOff: true}
@@ -332,22 +341,27 @@ func (c *Cluster) PlannedLaunch(pod types.NamespacedName) (claim string, ok bool
 // RefuseHandOff records that the hand-off of a waiting pod to a Node gave
 // up: the kube-scheduler did not bind it there (it cleared the
 // nomination again and again), or the node no longer has the room. The
-// pod's plan is dropped, so it no longer keeps that machine nominated or
-// counts as handed off, and provisioning does not plan it onto that Node
-// again (Refused) until the pod binds or goes, or the Node goes.
-func (c *Cluster) RefuseHandOff(pod types.NamespacedName, node string) {
+// pod's plan onto machine (the Node's or its NodeClaim's name, as
+// HandOffTarget gave it) is dropped, so it no longer keeps that machine
+// nominated or counts as handed off; a newer plan is left alone.
+// Provisioning does not plan the pod onto that Node again (Refused) until
+// the pod binds or goes, or the Node goes.
+func (c *Cluster) RefuseHandOff(pod *corev1.Pod, machine, node string) {
+	key := keyOf(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.waiting[pod] {
+	if !c.waiting[key] {
 		return
 	}
-	delete(c.intent.plans, pod)
-	nodes := c.intent.refused[pod]
-	if nodes == nil {
-		nodes = map[string]bool{}
-		c.intent.refused[pod] = nodes
+	if p, planned := c.intent.plans[key]; planned && p.machine == machine {
+		delete(c.intent.plans, key)
 	}
-	nodes[node] = true
+	r := c.intent.refused[key]
+	if r.uid != pod.UID || r.nodes == nil {
+		r = refusal{uid: pod.UID, nodes: map[string]bool{}}
+		c.intent.refused[key] = r
+	}
+	r.nodes[node] = true
 }
 
 // Refused returns, for each of these pods that has any, the Nodes its
@@ -361,8 +375,8 @@ func (c *Cluster) Refused(pods []*corev1.Pod) map[types.UID][]string {
 	}
 	out := map[types.UID][]string{}
 	for _, pod := range pods {
-		if nodes := c.intent.refused[keyOf(pod)]; len(nodes) > 0 {
-			out[pod.UID] = slices.Sorted(maps.Keys(nodes))
+		if r, ok := c.intent.refused[keyOf(pod)]; ok && r.uid == pod.UID && len(r.nodes) > 0 {
+			out[pod.UID] = slices.Sorted(maps.Keys(r.nodes))
 		}
 	}
 	return out

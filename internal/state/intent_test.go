@@ -90,8 +90,14 @@ func TestRefuseHandOff(t *testing.T) {
 		after func(c *Cluster)
 		want  []string
 	}{
-		"refused":                 {want: []string{"ip-1"}},
-		"refused two nodes":       {after: func(c *Cluster) { c.RefuseHandOff(p, "ip-0") }, want: []string{"ip-0", "ip-1"}},
+		"refused":           {want: []string{"ip-1"}},
+		"refused two nodes": {after: func(c *Cluster) { c.RefuseHandOff(waitingPod, "ip-0", "ip-0") }, want: []string{"ip-0", "ip-1"}},
+		"pod recreated": {after: func(c *Cluster) {
+			recreated := waitingPod.DeepCopy()
+			recreated.UID = "uid-p-2"
+			c.UpdatePod(recreated)
+			c.RefuseHandOff(recreated, "ip-2", "ip-2")
+		}, want: nil},
 		"pod bound":               {after: func(c *Cluster) { c.UpdatePod(pod("p", "ip-2", corev1.PodRunning)) }},
 		"pod deleted":             {after: func(c *Cluster) { c.DeletePod(p) }},
 		"refused node deleted":    {after: func(c *Cluster) { c.DeleteNode("ip-1") }},
@@ -105,7 +111,7 @@ func TestRefuseHandOff(t *testing.T) {
 			c.UpdateNode(node("ip-2", "kwok://ip-2"))
 			c.PlanPods("ip-1", []types.NamespacedName{p})
 			c.HandOff([]types.NamespacedName{p})
-			c.RefuseHandOff(p, "ip-1")
+			c.RefuseHandOff(waitingPod, "ip-1", "ip-1")
 			if _, ok := c.HandOffTarget(p); ok {
 				t.Fatal("the refused pod is still handed off")
 			}
@@ -121,8 +127,18 @@ func TestRefuseHandOff(t *testing.T) {
 		})
 	}
 	c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
-	c.RefuseHandOff(p, "ip-1")
+	c.RefuseHandOff(waitingPod, "ip-1", "ip-1")
 	if got := c.Refused([]*corev1.Pod{waitingPod}); len(got) != 0 {
 		t.Errorf("a pod the model never saw waiting has refusals %v", got)
+	}
+	// A refusal drops the plan it was about, not a newer one.
+	c.UpdatePod(waitingPod)
+	c.UpdateNode(node("ip-1", "kwok://ip-1"))
+	c.UpdateNode(node("ip-2", "kwok://ip-2"))
+	c.PlanPods("ip-2", []types.NamespacedName{p})
+	c.HandOff([]types.NamespacedName{p})
+	c.RefuseHandOff(waitingPod, "ip-1", "ip-1")
+	if target, ok := c.HandOffTarget(p); !ok || target != "ip-2" {
+		t.Errorf("a refusal of ip-1 dropped the newer plan onto ip-2: HandOffTarget = %q, %v", target, ok)
 	}
 }

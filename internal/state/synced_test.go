@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,13 +28,13 @@ func (l listed) Get(_ context.Context, key client.ObjectKey, obj client.Object, 
 	if l.err != nil {
 		return l.err
 	}
-	nc, ok := obj.(*v1.NodeClaim)
-	if !ok {
-		return fmt.Errorf("Synced gets only nodeclaims, not %T", obj)
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || meta.Kind != "NodeClaim" {
+		return fmt.Errorf("Synced gets only nodeclaims' metadata, not %T %v", obj, obj.GetObjectKind().GroupVersionKind())
 	}
 	for i := range l.claims {
 		if l.claims[i].Name == key.Name {
-			l.claims[i].DeepCopyInto(nc)
+			meta.ObjectMeta = *l.claims[i].ObjectMeta.DeepCopy()
 			return nil
 		}
 	}
@@ -105,5 +107,21 @@ func TestSynced(t *testing.T) {
 				t.Errorf("Synced = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// A created claim found deleted is forgotten at once: the next call is
+	// synced (its informer may never report it, if a relist missed both its
+	// creation and its deletion) and its plans are gone.
+	c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))).WithAPIReader(listed{})
+	c.UpdatePod(pod("p", "", corev1.PodPending))
+	c.AddCreatedNodeClaim(b)
+	c.PlanPods(b.Name, []types.NamespacedName{{Namespace: "ns", Name: "p"}})
+	for i, want := range []bool{false, true} {
+		got, err := c.Synced(context.Background(), listed{})
+		if err != nil || got != want {
+			t.Errorf("call %d: Synced = %v, %v; want %v", i+1, got, err, want)
+		}
+	}
+	if _, ok := c.PlannedLaunch(types.NamespacedName{Namespace: "ns", Name: "p"}); ok {
+		t.Error("the pod is still planned onto the deleted claim")
 	}
 }

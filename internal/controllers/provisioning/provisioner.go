@@ -19,7 +19,6 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
-	"github.com/dovetail-autoscaler/dovetail/internal/controllers/pod/handoff"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodeclaimutil"
@@ -420,7 +419,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	// all come from one workload, any placement is as good as the plan and
 	// the hints would only cost a status write per pod. Pods whose spread
 	// nominations would keep each other off their node are never handed
-	// off (handoff.Suits).
+	// off (podutil.SuitsHandOff).
 	hint := workloads(plan) > 1
 	// Pods planned onto a machine keep it nominated until they bind (or it
 	// goes), not only for the window: a slow kube-scheduler must not let
@@ -429,7 +428,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
 		p.cluster.NominateNodeForPod(placement.Node, window)
 		p.cluster.PlanPods(placement.Node, key)
-		if hint && handoff.Suits(placement.Pod) {
+		if hint && podutil.SuitsHandOff(placement.Pod) {
 			p.cluster.HandOff(key)
 		}
 	}
@@ -456,7 +455,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		for _, pod := range claim.Pods {
 			key := client.ObjectKeyFromObject(pod)
 			planned = append(planned, key)
-			if hint && handoff.Suits(pod) {
+			if hint && podutil.SuitsHandOff(pod) {
 				handed = append(handed, key)
 			}
 		}

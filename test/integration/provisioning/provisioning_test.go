@@ -328,7 +328,7 @@ func TestRefusedNodeGetsThePodNewCapacity(t *testing.T) {
 	if n := len(h.claims(t)); n != 0 {
 		t.Fatalf("%d NodeClaims for a pod an existing node has room for, want 0", n)
 	}
-	h.cluster.RefuseHandOff(client.ObjectKeyFromObject(pod), node.Name)
+	h.cluster.RefuseHandOff(pod, node.Name, node.Name)
 	h.provision(t)
 	if n := len(h.claims(t)); n != 1 {
 		t.Fatalf("%d NodeClaims after the node refused the pod, want 1", n)

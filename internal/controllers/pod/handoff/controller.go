@@ -34,7 +34,7 @@
 // (another node, or a new one) instead of waiting there forever.
 //
 // Pods with a DoNotSchedule topology spread constraint are not handed off
-// (Suits): the kube-scheduler counts the pods nominated to the node it
+// (podutil.SuitsHandOff): the kube-scheduler counts the pods nominated to the node it
 // evaluates as if they ran there, so several pods of one spread group
 // nominated to one node each see the others push the node's domain past
 // maxSkew, and none of them binds.
@@ -84,8 +84,9 @@ type Plans interface {
 	// HasNode reports whether a Node of that name is in the model.
 	HasNode(name string) bool
 	// RefuseHandOff records that a waiting pod's hand-off to a Node gave
-	// up: its plan is dropped and provisioning does not plan it there again.
-	RefuseHandOff(pod types.NamespacedName, node string)
+	// up: its plan onto machine (as HandOffTarget named it) is dropped and
+	// provisioning does not plan it onto the Node again.
+	RefuseHandOff(pod *corev1.Pod, machine, node string)
 	// OnHandOff registers a listener for newly handed-off pods.
 	OnHandOff(fn func([]types.NamespacedName))
 }
@@ -128,9 +129,11 @@ const conflictRetry = 20 * time.Millisecond
 // whole wait; then the hand-off to that node is refused.
 const MaxRenominations = 3
 
-// written is where this controller nominated a pod: the node it last
-// nominated it to, and how many times it nominated it to each node.
+// written is where this controller nominated a pod (the one with that
+// UID: a pod recreated under the same name starts afresh): the node it
+// last nominated it to, and how many times it nominated it to each node.
 type written struct {
+	uid    types.UID
 	node   string
 	counts map[string]int
 }
@@ -152,23 +155,6 @@ func NewController(kubeClient client.Client, plans Plans, replan func()) *Contro
 	}
 	return &Controller{kubeClient: kubeClient, plans: plans, replan: replan, written: map[types.NamespacedName]written{},
 		unseen: map[types.NamespacedName]nomination{}}
-}
-
-// Suits reports whether a pod is handed off to the kube-scheduler at all:
-// not when it has a DoNotSchedule topology spread constraint. The
-// scheduler admits a pod on a node only if the constraint also holds
-// with the pods nominated to that node counted as running there, so the
-// pods of one spread group that a plan puts together on a node, once
-// nominated, keep each other off it, and their nominations hold the room
-// other pods could use. Without a nomination the scheduler places such a
-// pod wherever its spread allows.
-func Suits(pod *corev1.Pod) bool {
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return false
-		}
-	}
-	return true
 }
 
 // Name identifies the controller.
@@ -307,28 +293,31 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A nomination again, after the scheduler cleared one (or a plan moved
 	// the pod away and back), only onto a node the pod can use now, and
 	// not forever.
-	if n := c.writtenTo(req.NamespacedName).counts[node.Name]; n > 0 {
+	if n := c.writtenTo(pod).counts[node.Name]; n > 0 {
 		if n > MaxRenominations {
-			c.refuse(ctx, pod, node.Name, fmt.Sprintf("the kube-scheduler cleared %d nominations to it", n))
+			c.refuse(ctx, pod, machine, node.Name, fmt.Sprintf("the kube-scheduler cleared %d nominations to it", n))
 			return reconcile.Result{}, nil
 		}
 		if !schedulableFor(ctx, pod, node) {
 			return reconcile.Result{}, nil
 		}
 	}
-	if len(node.Status.Allocatable) == 0 {
-		return reconcile.Result{}, nil // its first status brings the room, and the pod back
+	requests := podRequests(pod)
+	if !reported(node, requests) {
+		// A Node reports its allocatable after it is created, and extended
+		// resources (a device plugin's) later still: the update brings the
+		// pod back, and no room is refused for what is not reported yet.
+		return reconcile.Result{}, nil
 	}
 	lock := c.nodeLock(node.Name)
 	lock.Lock()
 	defer lock.Unlock()
-	requests := podRequests(pod)
 	fits, err := c.fits(ctx, pod, requests, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !fits {
-		c.refuse(ctx, pod, node.Name, "the node no longer has room for it next to the pods bound and nominated there")
+		c.refuse(ctx, pod, machine, node.Name, "the node no longer has room for it next to the pods bound and nominated there")
 		return reconcile.Result{}, nil
 	}
 	if err := c.write(ctx, pod, node.Name, requests); err != nil {
@@ -389,8 +378,8 @@ func (c *Controller) write(ctx context.Context, pod *corev1.Pod, node string, re
 	}
 	c.mu.Lock()
 	w := c.written[key]
-	if w.counts == nil {
-		w.counts = map[string]int{}
+	if w.uid != pod.UID || w.counts == nil {
+		w = written{uid: pod.UID, counts: map[string]int{}}
 	}
 	w.node = node
 	w.counts[node]++
@@ -403,11 +392,12 @@ func (c *Controller) write(ctx context.Context, pod *corev1.Pod, node string, re
 	return nil
 }
 
-// refuse gives up the hand-off of a pod to node: the model drops its plan
-// and keeps provisioning from planning it there again, and provisioning
-// is woken to plan it elsewhere.
-func (c *Controller) refuse(ctx context.Context, pod *corev1.Pod, node, why string) {
-	c.plans.RefuseHandOff(client.ObjectKeyFromObject(pod), node)
+// refuse gives up the hand-off of a pod to node (of machine, as
+// HandOffTarget named it): the model drops its plan and keeps provisioning
+// from planning it there again, and provisioning is woken to plan it
+// elsewhere.
+func (c *Controller) refuse(ctx context.Context, pod *corev1.Pod, machine, node, why string) {
+	c.plans.RefuseHandOff(pod, machine, node)
 	log.FromContext(ctx).Info("Planning pod elsewhere: gave up handing it to its planned node", "Pod", klog.KObj(pod), "Node", node, "reason", why)
 	c.replan()
 }
@@ -424,6 +414,17 @@ func schedulableFor(ctx context.Context, pod *corev1.Pod, node *corev1.Node) boo
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, true)
 	return !untolerated
+}
+
+// reported reports whether the node's allocatable names every resource
+// the pod requests.
+func reported(node *corev1.Node, requests corev1.ResourceList) bool {
+	for name, q := range requests {
+		if _, ok := node.Status.Allocatable[name]; !ok && !q.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // podRequests is what a pod takes of a node's allocatable, pod slot
@@ -553,10 +554,15 @@ func (c *Controller) forgetUnseen(key types.NamespacedName, n nomination) {
 	}
 }
 
-func (c *Controller) writtenTo(key types.NamespacedName) written {
+// writtenTo returns where this controller nominated the pod (nothing for
+// an older pod of the same name).
+func (c *Controller) writtenTo(pod *corev1.Pod) written {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.written[key]
+	if w := c.written[client.ObjectKeyFromObject(pod)]; w.uid == pod.UID {
+		return w
+	}
+	return written{}
 }
 
 // waiting reports whether the pod still waits to be bound.
@@ -572,7 +578,7 @@ func (c *Controller) mayNominate(pod *corev1.Pod, node string) bool {
 	if current == node {
 		return false
 	}
-	return current == "" || current == c.writtenTo(client.ObjectKeyFromObject(pod)).node || !c.plans.HasNode(current)
+	return current == "" || current == c.writtenTo(pod).node || !c.plans.HasNode(current)
 }
 
 func (c *Controller) forget(key types.NamespacedName) {

@@ -4,34 +4,45 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// TestSuits: only pods without a DoNotSchedule topology spread constraint
-// are handed off; ScheduleAnyway only scores, so it does not keep
-// nominated pods off their node.
-func TestSuits(t *testing.T) {
-	spread := func(when ...corev1.UnsatisfiableConstraintAction) *corev1.Pod {
-		pod := &corev1.Pod{}
-		for _, w := range when {
-			pod.Spec.TopologySpreadConstraints = append(pod.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
-				MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: w,
-			})
+// TestReported: a node's room is judged (and a pod refused it) only once
+// the node reports every resource the pod requests; a GPU pod on a node
+// whose device plugin has not registered yet waits.
+func TestReported(t *testing.T) {
+	node := func(names ...corev1.ResourceName) *corev1.Node {
+		n := &corev1.Node{}
+		if names != nil {
+			n.Status.Allocatable = corev1.ResourceList{}
 		}
-		return pod
+		for _, name := range names {
+			n.Status.Allocatable[name] = resource.MustParse("4")
+		}
+		return n
+	}
+	gpu := corev1.ResourceName("nvidia.com/gpu")
+	requests := func(names ...corev1.ResourceName) corev1.ResourceList {
+		r := corev1.ResourceList{}
+		for _, name := range names {
+			r[name] = resource.MustParse("1")
+		}
+		return r
 	}
 	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
+		name     string
+		node     *corev1.Node
+		requests corev1.ResourceList
+		want     bool
 	}{
-		{"no constraint", spread(), true},
-		{"ScheduleAnyway", spread(corev1.ScheduleAnyway), true},
-		{"DoNotSchedule", spread(corev1.DoNotSchedule), false},
-		{"both", spread(corev1.ScheduleAnyway, corev1.DoNotSchedule), false},
-		{"pod affinity only", &corev1.Pod{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{}}}}, true},
+		{"no status yet", node(), requests(corev1.ResourcePods), false},
+		{"cpu and pods reported", node(corev1.ResourceCPU, corev1.ResourcePods), requests(corev1.ResourceCPU, corev1.ResourcePods), true},
+		{"the gpu not reported yet", node(corev1.ResourceCPU, corev1.ResourcePods), requests(corev1.ResourcePods, gpu), false},
+		{"the gpu reported", node(corev1.ResourceCPU, corev1.ResourcePods, gpu), requests(corev1.ResourcePods, gpu), true},
+		{"a zero request needs nothing", node(corev1.ResourcePods), corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), gpu: resource.MustParse("0")}, true},
 	} {
-		if got := Suits(tc.pod); got != tc.want {
-			t.Errorf("%s: Suits = %v, want %v", tc.name, got, tc.want)
+		if got := reported(tc.node, tc.requests); got != tc.want {
+			t.Errorf("%s: reported = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
