@@ -186,20 +186,14 @@ func SiblingKey(pod *corev1.Pod) (string, bool) {
 // template: apps/v1 ReplicaSets and StatefulSets, batch/v1 Jobs.
 var siblingControllers = map[string]bool{"apps/v1/ReplicaSet": true, "apps/v1/StatefulSet": true, "batch/v1/Job": true}
 
-// SuitsHandOff reports whether a pod may be handed to the kube-scheduler
-// through status.nominatedNodeName: not when it has a DoNotSchedule
-// topology spread constraint. The scheduler admits a pod on a node only if
-// the constraint also holds with the pods nominated to that node counted
-// as running there, so the pods of one spread group that a plan puts
-// together on a node, once nominated, keep each other off it, and their
-// nominations hold the room other pods could use. Without a nomination the
-// scheduler places such a pod wherever its spread allows. (ScheduleAnyway
-// only scores, so it does not matter.)
-func SuitsHandOff(pod *corev1.Pod) bool {
+// HasRequiredSpread reports whether a pod has a DoNotSchedule topology
+// spread constraint, which the kube-scheduler enforces as a filter (a
+// ScheduleAnyway one only scores).
+func HasRequiredSpread(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }

@@ -215,10 +215,9 @@ func TestSiblingKey(t *testing.T) {
 	}
 }
 
-// TestSuitsHandOff: only pods without a DoNotSchedule topology spread
-// constraint are handed off; ScheduleAnyway only scores, so it does not
-// keep nominated pods off their node.
-func TestSuitsHandOff(t *testing.T) {
+// TestHasRequiredSpread: only a DoNotSchedule topology spread constraint
+// is a filter; ScheduleAnyway only scores.
+func TestHasRequiredSpread(t *testing.T) {
 	spread := func(when ...corev1.UnsatisfiableConstraintAction) *corev1.Pod {
 		pod := &corev1.Pod{}
 		for _, w := range when {
@@ -233,14 +232,14 @@ func TestSuitsHandOff(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{
-		{"no constraint", spread(), true},
-		{"ScheduleAnyway", spread(corev1.ScheduleAnyway), true},
-		{"DoNotSchedule", spread(corev1.DoNotSchedule), false},
-		{"both", spread(corev1.ScheduleAnyway, corev1.DoNotSchedule), false},
-		{"pod affinity only", &corev1.Pod{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{}}}}, true},
+		{"no constraint", spread(), false},
+		{"ScheduleAnyway", spread(corev1.ScheduleAnyway), false},
+		{"DoNotSchedule", spread(corev1.DoNotSchedule), true},
+		{"both", spread(corev1.ScheduleAnyway, corev1.DoNotSchedule), true},
+		{"pod affinity only", &corev1.Pod{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{}}}}, false},
 	} {
-		if got := SuitsHandOff(tc.pod); got != tc.want {
-			t.Errorf("%s: SuitsHandOff = %v, want %v", tc.name, got, tc.want)
+		if got := HasRequiredSpread(tc.pod); got != tc.want {
+			t.Errorf("%s: HasRequiredSpread = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
 // intents is what Dovetail's decisions intend and the API server does not
@@ -120,7 +119,7 @@ func (c *Cluster) recoverHandOff(key podKey, pod *corev1.Pod) {
 	if node == "" {
 		return
 	}
-	if _, planned := c.intent.plans[key]; planned || !NominatedByDovetail(pod) || !podutil.SuitsHandOff(pod) {
+	if _, planned := c.intent.plans[key]; planned || !NominatedByDovetail(pod) {
 		return
 	}
 	c.intent.plans[key] = plan{machine: node, handOff: true}

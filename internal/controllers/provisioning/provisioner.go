@@ -417,9 +417,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	window := p.opts.NominationWindow()
 	// Hand the plan to the scheduler only when the pods differ: when they
 	// all come from one workload, any placement is as good as the plan and
-	// the hints would only cost a status write per pod. Pods whose spread
-	// nominations would keep each other off their node are never handed
-	// off (podutil.SuitsHandOff).
+	// the hints would only cost a status write per pod.
 	hint := workloads(plan) > 1
 	// Pods planned onto a machine keep it nominated until they bind (or it
 	// goes), not only for the window: a slow kube-scheduler must not let
@@ -428,7 +426,7 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
 		p.cluster.NominateNodeForPod(placement.Node, window)
 		p.cluster.PlanPods(placement.Node, key)
-		if hint && podutil.SuitsHandOff(placement.Pod) {
+		if hint {
 			p.cluster.HandOff(key)
 		}
 	}
@@ -451,16 +449,13 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		p.breaker.RecordLaunch(nc.Name, np.Name, claim.Pods)
 		p.cluster.NominateNodeForPod(nc.Name, window)
 		planned := make([]types.NamespacedName, 0, len(claim.Pods))
-		var handed []types.NamespacedName
 		for _, pod := range claim.Pods {
-			key := client.ObjectKeyFromObject(pod)
-			planned = append(planned, key)
-			if hint && podutil.SuitsHandOff(pod) {
-				handed = append(handed, key)
-			}
+			planned = append(planned, client.ObjectKeyFromObject(pod))
 		}
 		p.cluster.PlanPods(nc.Name, planned)
-		p.cluster.HandOff(handed)
+		if hint {
+			p.cluster.HandOff(planned)
+		}
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
 			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
 			"instanceTypes", instanceTypeSummary(claim.InstanceTypes), "price", claim.Price)

@@ -145,11 +145,12 @@ func hostnameAntiAffinity(d *appsv1.Deployment) {
 //     zone whose nodes come up first fills ahead of the plan;
 //   - never nominated: a batch of one workload gets no nominations, a
 //     failed nomination write is not retried, a pod with a DoNotSchedule
-//     topology spread constraint is not handed off (the scheduler counts
-//     the pods nominated to a node as running there, so the pods of one
-//     spread group nominated together to a node keep each other off it:
-//     199 of 1,000 pods stayed pending so in a CI run), and a pod whose
-//     node no longer has room for it is planned again elsewhere.
+//     topology spread constraint is nominated only where the scheduler's
+//     spread filter admits it with the pods nominated there counted (the
+//     pods of one spread group nominated together beyond that keep each
+//     other off the node: 199 of 1,000 pods stayed pending so in a CI
+//     run), and a pod whose node no longer has room for it is planned
+//     again elsewhere.
 func TestPlanHandOff(t *testing.T) {
 	ctx := context.Background()
 	ns := testEnv.Namespace(t)

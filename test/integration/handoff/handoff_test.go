@@ -416,3 +416,81 @@ func TestHandOffGivesUpOnANodeTheSchedulerRefuses(t *testing.T) {
 		return len(cluster.Refused([]*corev1.Pod{pod})) == 0, nil
 	})
 }
+
+// TestHandOffNominatesSpreadPodsTheSchedulerWouldAdmit: two pods of a zone
+// spread group (maxSkew 1) planned onto one node of an empty two-zone
+// cluster are not both nominated there: the kube-scheduler counts the pods
+// nominated to a node as running there, so each would see the other push
+// the zone past maxSkew and neither would bind (199 of 1,000 pods stayed
+// pending so in CI). One is nominated; the other once a pod of the group
+// runs in the other zone and the first has bound.
+func TestHandOffNominatesSpreadPodsTheSchedulerWouldAdmit(t *testing.T) {
+	ns := testEnv.Namespace(t)
+	zoned := func(name, zone string) *corev1.Node {
+		n := readyNode(name, "kwok://"+name)
+		n.Labels[corev1.LabelTopologyZone] = zone
+		return n
+	}
+	a, b := zoned("handoff-spread-a", "zone-a"), zoned("handoff-spread-b", "zone-b")
+	createNode(t, a)
+	createNode(t, b)
+	spreadPod := func(name string) *corev1.Pod {
+		return testEnv.CreatePendingPod(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}},
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}},
+		})
+	}
+	first, second, elsewhere := spreadPod("web-1"), spreadPod("web-2"), spreadPod("web-3")
+	key := client.ObjectKeyFromObject
+	planned := []types.NamespacedName{key(first), key(second)}
+	cluster := start(t)
+	env.Eventually(t, 30*time.Second, "the model to see the pods and the nodes", func(context.Context) (bool, error) {
+		cluster.PlanPods(a.Name, planned)
+		cluster.HandOff(planned)
+		_, ok1 := cluster.HandOffTarget(key(first))
+		_, ok2 := cluster.HandOffTarget(key(second))
+		return ok1 && ok2 && cluster.HasNode(a.Name), nil
+	})
+	nominatedPods := func(ctx context.Context) ([]*corev1.Pod, error) {
+		var out []*corev1.Pod
+		for _, p := range []*corev1.Pod{first, second} {
+			got := &corev1.Pod{}
+			if err := testEnv.Client.Get(ctx, key(p), got); err != nil {
+				return nil, err
+			}
+			if got.Status.NominatedNodeName == a.Name {
+				out = append(out, got)
+			}
+		}
+		return out, nil
+	}
+	var held *corev1.Pod
+	env.Eventually(t, 30*time.Second, "one of the two nominated", func(ctx context.Context) (bool, error) {
+		pods, err := nominatedPods(ctx)
+		if len(pods) > 1 {
+			t.Fatal("both pods of the spread group nominated to one node of an empty two-zone cluster")
+		}
+		if len(pods) == 1 {
+			held = pods[0]
+		}
+		return len(pods) == 1, err
+	})
+	// A pod of the group runs in zone b, then the nominated one binds to
+	// a: zone a may take one more.
+	bind := func(pod *corev1.Pod, node string) {
+		t.Helper()
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+		if err := testEnv.Client.SubResource("binding").Create(context.Background(), pod, binding); err != nil {
+			t.Fatalf("binding %s to %s: %v", pod.Name, node, err)
+		}
+	}
+	bind(elsewhere, b.Name)
+	bind(held, a.Name)
+	waiting := first
+	if held.Name == first.Name {
+		waiting = second
+	}
+	nominatedTo(t, waiting, a.Name)
+}

@@ -33,11 +33,15 @@
 // scheduler will not place where the plan put it gets room elsewhere
 // (another node, or a new one) instead of waiting there forever.
 //
-// Pods with a DoNotSchedule topology spread constraint are not handed off
-// (podutil.SuitsHandOff): the kube-scheduler counts the pods nominated to the node it
-// evaluates as if they ran there, so several pods of one spread group
-// nominated to one node each see the others push the node's domain past
-// maxSkew, and none of them binds.
+// A pod with a DoNotSchedule topology spread constraint is nominated only
+// where the kube-scheduler's spread filter admits it with the pods already
+// nominated to that node counted as running there, as the scheduler counts
+// them (spreadAdmits): the pods of one spread group nominated together
+// beyond that would each see the others push the node's domain past
+// maxSkew, none of them would bind, and their nominations would hold the
+// node's room. Such a pod is left unnominated, for the scheduler to place
+// where its spread allows, and is considered again when a pod binds to
+// its planned node.
 package handoff
 
 import (
@@ -277,6 +281,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !waiting(pod) {
 		c.forget(req.NamespacedName)
+		if pod.Spec.NodeName != "" {
+			c.bound(ctx, pod.Spec.NodeName)
+		}
 		return reconcile.Result{}, nil
 	}
 	machine, ok := c.plans.HandOffTarget(req.NamespacedName)
@@ -320,6 +327,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.refuse(ctx, pod, machine, node.Name, "the node no longer has room for it next to the pods bound and nominated there")
 		return reconcile.Result{}, nil
 	}
+	admits, why, err := c.spreadAdmits(ctx, pod, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !admits {
+		log.FromContext(ctx).V(1).Info("Not nominating pod now: its topology spread does not admit its planned node with the pods nominated there", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "reason", why)
+		return reconcile.Result{}, nil
+	}
 	if err := c.write(ctx, pod, node.Name, requests); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
@@ -333,6 +348,22 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// bound wakes the handed-off pods planned onto the node a pod just bound
+// to: a spread pod left unnominated there may be admitted now.
+func (c *Controller) bound(ctx context.Context, nodeName string) {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q == nil {
+		return
+	}
+	node := &corev1.Node{}
+	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return // gone, or not in the cache yet: its own events bring its pods
+	}
+	c.enqueueNode(ctx, node, q)
 }
 
 // NominatePlanned nominates the handed-off pods planned onto a Node that
@@ -353,17 +384,33 @@ func (c *Controller) NominatePlanned(ctx context.Context, node *corev1.Node, cla
 		if !waiting(pod) || !c.mayNominate(pod, node.Name) {
 			continue
 		}
-		if err := c.write(ctx, pod, node.Name, podRequests(pod)); err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-				log.FromContext(ctx).V(1).Info("Nominating pod at registration", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "error", err.Error())
-			}
-			continue
+		if c.nominateAtRegistration(ctx, pod, node) {
+			nominated++
 		}
-		nominated++
 	}
 	if nominated > 0 {
 		log.FromContext(ctx).V(1).Info("Nominated pods to their planned node at registration", "Node", klog.KObj(node), "NodeClaim", claim, "pods", nominated)
 	}
+}
+
+// nominateAtRegistration nominates one planned pod to a registering node,
+// under the node's lock, if its topology spread admits the node with the
+// pods nominated there so far; it reports whether it wrote.
+func (c *Controller) nominateAtRegistration(ctx context.Context, pod *corev1.Pod, node *corev1.Node) bool {
+	lock := c.nodeLock(node.Name)
+	lock.Lock()
+	defer lock.Unlock()
+	admits, _, err := c.spreadAdmits(ctx, pod, node)
+	if err != nil || !admits {
+		return false
+	}
+	if err := c.write(ctx, pod, node.Name, podRequests(pod)); err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("Nominating pod at registration", "Pod", klog.KObj(pod), "Node", klog.KObj(node), "error", err.Error())
+		}
+		return false
+	}
+	return true
 }
 
 // write nominates pod to node and records the nomination as this
