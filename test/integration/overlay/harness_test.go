@@ -25,6 +25,8 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
+	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
@@ -117,7 +119,17 @@ func (h *harness) pool(t *testing.T, types ...string) *v1.NodePool {
 		{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
 		{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
 	}
-	return testEnv.CreateReadyNodePool(t, np)
+	np = testEnv.CreateReadyNodePool(t, np)
+	// The provisioner reads pools from the manager's cache: wait until it
+	// holds this one (not an earlier test's of the same name) as Ready.
+	env.Eventually(t, 30*time.Second, "the ready NodePool in the cache", func(ctx context.Context) (bool, error) {
+		got := &v1.NodePool{}
+		if err := h.client.Get(ctx, client.ObjectKeyFromObject(np), got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return got.UID == np.UID && nodepoolutil.IsReady(got), nil
+	})
+	return np
 }
 
 // createOverlay creates a NodeOverlay and returns it as stored.
@@ -171,7 +183,7 @@ func (h *harness) provision(t *testing.T) []v1.NodeClaim {
 }
 
 // pendingPod creates a pending pod with the given requests and waits until
-// the model has it.
+// the cache shows it unschedulable.
 func (h *harness) pendingPod(t *testing.T, requests corev1.ResourceList) *corev1.Pod {
 	t.Helper()
 	ns := testEnv.Namespace(t)
@@ -182,10 +194,12 @@ func (h *harness) pendingPod(t *testing.T, requests corev1.ResourceList) *corev1
 		}}}},
 	}
 	pod = testEnv.CreatePendingPod(t, pod)
-	env.Eventually(t, 30*time.Second, "the pod in the cache", func(ctx context.Context) (bool, error) {
+	// The API server makes a new pod Pending at once; the provisioner takes
+	// it only once the cache also shows it marked unschedulable.
+	env.Eventually(t, 30*time.Second, "the unschedulable pod in the cache", func(ctx context.Context) (bool, error) {
 		got := &corev1.Pod{}
 		err := h.client.Get(ctx, client.ObjectKeyFromObject(pod), got)
-		return err == nil && got.Status.Phase == corev1.PodPending, err
+		return err == nil && podutil.IsUnschedulable(got), client.IgnoreNotFound(err)
 	})
 	return pod
 }

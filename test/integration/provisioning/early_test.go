@@ -83,7 +83,7 @@ func TestUntriedSiblingsAreProvisionedWithTheFirst(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.waitForPods(t, ns, 6)
+			h.waitForPodsMarked(t, ns, 6, 1)
 			h.provision(t)
 			if got := plannedCPU(t, h); got != tc.want {
 				t.Errorf("NodeClaims sized for %d cpu (one per replica), want %d", got, tc.want)

@@ -24,6 +24,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/nodepoolutil"
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 	"github.com/dovetail-autoscaler/dovetail/internal/state/informer"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
@@ -127,15 +128,30 @@ func (h *harness) claims(t *testing.T) []v1.NodeClaim {
 	return list.Items
 }
 
-// waitForPodsInState waits until the model has seen every pod in ns.
+// waitForPods waits until the cache shows the n pods of ns marked
+// unschedulable (the API server makes a new pod Pending at once; the mark
+// is a second write).
 func (h *harness) waitForPods(t *testing.T, ns string, n int) {
 	t.Helper()
-	env.Eventually(t, 30*time.Second, fmt.Sprintf("%d pods in the cache", n), func(ctx context.Context) (bool, error) {
+	h.waitForPodsMarked(t, ns, n, n)
+}
+
+// waitForPodsMarked waits until the cache shows total pods in ns, marked
+// of them unschedulable.
+func (h *harness) waitForPodsMarked(t *testing.T, ns string, total, marked int) {
+	t.Helper()
+	env.Eventually(t, 30*time.Second, fmt.Sprintf("%d pods, %d of them unschedulable, in the cache", total, marked), func(ctx context.Context) (bool, error) {
 		pods := &corev1.PodList{}
 		if err := h.client.List(ctx, pods, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
-		return len(pods.Items) == n && pods.Items[n-1].Status.Phase == corev1.PodPending, nil
+		unschedulable := 0
+		for i := range pods.Items {
+			if podutil.IsUnschedulable(&pods.Items[i]) {
+				unschedulable++
+			}
+		}
+		return len(pods.Items) == total && unschedulable == marked, nil
 	})
 }
 
