@@ -221,9 +221,17 @@ func (c *Controller) enqueue(pods []types.NamespacedName) {
 	}
 }
 
-// enqueueNode adds the pods planned onto a Node, under its name or its
-// NodeClaim's (found by provider ID: on AWS the two names differ).
+// enqueueNode adds the pods planned onto a Node.
 func (c *Controller) enqueueNode(ctx context.Context, node *corev1.Node, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, key := range c.handedOffTo(ctx, node) {
+		q.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// handedOffTo returns the handed-off pods planned onto a Node, under its
+// name or its NodeClaim's (found by provider ID: on AWS the two names
+// differ).
+func (c *Controller) handedOffTo(ctx context.Context, node *corev1.Node) []types.NamespacedName {
 	names := []string{node.Name}
 	if node.Spec.ProviderID != "" {
 		claims := &v1.NodeClaimList{}
@@ -234,9 +242,7 @@ func (c *Controller) enqueueNode(ctx context.Context, node *corev1.Node, q workq
 			names = append(names, claims.Items[i].Name)
 		}
 	}
-	for _, key := range c.plans.HandedOffTo(names...) {
-		q.Add(reconcile.Request{NamespacedName: key})
-	}
+	return c.plans.HandedOffTo(names...)
 }
 
 // NominationMayBeLost reports whether an update of a pod may call for a
@@ -280,9 +286,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
 	if !waiting(pod) {
+		// Once per pod this controller nominated: forget drops the record.
+		ours := c.writtenTo(pod).node != ""
 		c.forget(req.NamespacedName)
-		if pod.Spec.NodeName != "" {
-			c.bound(ctx, pod.Spec.NodeName)
+		if ours && pod.Spec.NodeName != "" {
+			c.bound(ctx, pod.Spec.NodeName, req.NamespacedName)
 		}
 		return reconcile.Result{}, nil
 	}
@@ -350,9 +358,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// bound wakes the handed-off pods planned onto the node a pod just bound
-// to: a spread pod left unnominated there may be admitted now.
-func (c *Controller) bound(ctx context.Context, nodeName string) {
+// bound wakes the handed-off pods planned onto the node a pod this
+// controller nominated just bound to (but that pod itself, which the model
+// may still list there): a spread pod left unnominated there may be
+// admitted now.
+func (c *Controller) bound(ctx context.Context, nodeName string, pod types.NamespacedName) {
 	c.mu.Lock()
 	q := c.queue
 	c.mu.Unlock()
@@ -363,7 +373,11 @@ func (c *Controller) bound(ctx context.Context, nodeName string) {
 	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		return // gone, or not in the cache yet: its own events bring its pods
 	}
-	c.enqueueNode(ctx, node, q)
+	for _, key := range c.handedOffTo(ctx, node) {
+		if key != pod {
+			q.Add(reconcile.Request{NamespacedName: key})
+		}
+	}
 }
 
 // NominatePlanned nominates the handed-off pods planned onto a Node that

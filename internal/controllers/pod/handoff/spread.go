@@ -100,9 +100,27 @@ func (c *Controller) spreadView(ctx context.Context, pod *corev1.Pod, node *core
 }
 
 // admits applies the filter to the view; why names the constraint that
-// does not admit the node.
+// does not admit the node. Only the pod's own constraints are read: the
+// scheduler's configured default constraints (for pods without any) are
+// not known here.
 func (v *spreadView) admits(ctx context.Context, pod *corev1.Pod, node *corev1.Node) (bool, string) {
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	// The scheduler counts only nodes that carry the topology keys of all
+	// the pod's DoNotSchedule constraints.
+	var keys []string
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			keys = append(keys, c.TopologyKey)
+		}
+	}
+	hasKeys := func(n *corev1.Node) bool {
+		for _, key := range keys {
+			if _, ok := n.Labels[key]; !ok {
+				return false
+			}
+		}
+		return true
+	}
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 			continue
@@ -118,12 +136,17 @@ func (v *spreadView) admits(ctx context.Context, pod *corev1.Pod, node *corev1.N
 		counts := map[string]int{}
 		for i := range v.nodes {
 			n := &v.nodes[i]
-			value, ok := n.Labels[c.TopologyKey]
-			if !ok || !eligible(ctx, pod, affinity, c, n) {
+			value := n.Labels[c.TopologyKey]
+			if !hasKeys(n) || !eligible(ctx, pod, affinity, c, n) {
 				continue
 			}
 			if _, seen := counts[value]; !seen {
 				counts[value] = 0
+			}
+			// As the scheduler, an empty selector counts no bound pod
+			// (nominated pods it adds still match it).
+			if selector.Empty() {
+				continue
 			}
 			for _, p := range v.bound[n.Name] {
 				if selector.Matches(labels.Set(p.Labels)) {

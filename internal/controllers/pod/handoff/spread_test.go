@@ -91,6 +91,20 @@ func TestSpreadAdmits(t *testing.T) {
 			}()}}), on: "b1", want: true},
 		{name: "ScheduleAnyway is not a filter", pod: spread(func(c *corev1.TopologySpreadConstraint) { c.WhenUnsatisfiable = corev1.ScheduleAnyway }),
 			nodes: nodes, bound: balanced, nominated: []*corev1.Pod{web("n1"), web("n2")}, on: "a1", want: true},
+		{name: "a node without another constraint's key is not counted", pod: func() *corev1.Pod {
+			p := spread()
+			p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+				MaxSkew: 10, TopologyKey: "rack", WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}})
+			return p
+		}(), nodes: func() []corev1.Node {
+			ns := []corev1.Node{node("a1", "a"), node("b1", "b"), node("b2", "b")}
+			ns[0].Labels["rack"], ns[1].Labels["rack"] = "r1", "r2"
+			return ns
+		}(), bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b2": {web("w2"), web("w3")}}), on: "a1", want: false},
+		{name: "an empty selector counts no bound pod", pod: spread(func(c *corev1.TopologySpreadConstraint) { c.LabelSelector = &metav1.LabelSelector{} }),
+			nodes: []corev1.Node{node("a1", "a"), node("b1", "b")}, bound: bound(map[string][]*corev1.Pod{"b1": {web("w1"), web("w2"), other("o1"), other("o2"), other("o3")}}),
+			nominated: []*corev1.Pod{web("n1"), other("n2")}, on: "a1", want: false},
 		{name: "maxSkew 2 takes one more", pod: spread(func(c *corev1.TopologySpreadConstraint) { c.MaxSkew = 2 }), nodes: nodes, bound: balanced,
 			nominated: []*corev1.Pod{web("n1")}, on: "a1", want: true},
 	} {
