@@ -262,11 +262,17 @@ func (c *Cluster) ForgetUnconfirmedNodeClaims(maxAge time.Duration) {
 	now := c.clock.Now()
 	for name, at := range c.created {
 		if now.Sub(at) >= maxAge {
-			delete(c.created, name)
-			c.intent.forgetMachine(name)
-			c.removeClaim(name)
+			c.dropCreated(name)
 		}
 	}
+}
+
+// dropCreated forgets a claim AddCreatedNodeClaim recorded, with what was
+// intended for it. Callers hold the lock.
+func (c *Cluster) dropCreated(name string) {
+	delete(c.created, name)
+	c.intent.forgetMachine(name)
+	c.removeClaim(name)
 }
 
 // UpdateDaemonSet records a daemonset. Only informers call it.
@@ -521,12 +527,9 @@ func (c *Cluster) Synced(ctx context.Context, reader client.Reader) (bool, error
 func (c *Cluster) forgetCreated(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.created[name]; !ok {
-		return
+	if _, ok := c.created[name]; ok {
+		c.dropCreated(name)
 	}
-	delete(c.created, name)
-	c.intent.forgetMachine(name)
-	c.removeClaim(name)
 }
 
 // compare reports whether the model holds every listed claim and node
