@@ -86,6 +86,15 @@ func TestRefuseHandOff(t *testing.T) {
 	p := types.NamespacedName{Namespace: "ns", Name: "p"}
 	waitingPod := pod("p", "", corev1.PodPending)
 	waitingPod.UID = "uid-p"
+	// handedOffOnto makes the model see the pod waiting and Nodes ip-1 and
+	// ip-2, and hands the pod off onto machine.
+	handedOffOnto := func(c *Cluster, machine string) {
+		c.UpdatePod(waitingPod)
+		c.UpdateNode(node("ip-1", "kwok://ip-1"))
+		c.UpdateNode(node("ip-2", "kwok://ip-2"))
+		c.PlanPods(machine, []types.NamespacedName{p})
+		c.HandOff([]types.NamespacedName{p})
+	}
 	for name, tc := range map[string]struct {
 		after func(c *Cluster)
 		want  []string
@@ -106,11 +115,7 @@ func TestRefuseHandOff(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := NewCluster(clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0)))
-			c.UpdatePod(waitingPod)
-			c.UpdateNode(node("ip-1", "kwok://ip-1"))
-			c.UpdateNode(node("ip-2", "kwok://ip-2"))
-			c.PlanPods("ip-1", []types.NamespacedName{p})
-			c.HandOff([]types.NamespacedName{p})
+			handedOffOnto(c, "ip-1")
 			c.RefuseHandOff(waitingPod, "ip-1", "ip-1")
 			if _, ok := c.HandOffTarget(p); ok {
 				t.Fatal("the refused pod is still handed off")
@@ -132,11 +137,7 @@ func TestRefuseHandOff(t *testing.T) {
 		t.Errorf("a pod the model never saw waiting has refusals %v", got)
 	}
 	// A refusal drops the plan it was about, not a newer one.
-	c.UpdatePod(waitingPod)
-	c.UpdateNode(node("ip-1", "kwok://ip-1"))
-	c.UpdateNode(node("ip-2", "kwok://ip-2"))
-	c.PlanPods("ip-2", []types.NamespacedName{p})
-	c.HandOff([]types.NamespacedName{p})
+	handedOffOnto(c, "ip-2")
 	c.RefuseHandOff(waitingPod, "ip-1", "ip-1")
 	if target, ok := c.HandOffTarget(p); !ok || target != "ip-2" {
 		t.Errorf("a refusal of ip-1 dropped the newer plan onto ip-2: HandOffTarget = %q, %v", target, ok)

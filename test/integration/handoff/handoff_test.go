@@ -134,6 +134,23 @@ func nominatedTo(t *testing.T, pod *corev1.Pod, node string) {
 	})
 }
 
+// handOff plans pods onto machine and hands them off as the provisioner
+// does, again until the model has seen them waiting (and, unless node is
+// "", the Node of that name), so that every pod's hand-off targets machine.
+func handOff(t *testing.T, cluster *state.Cluster, machine, node string, pods ...types.NamespacedName) {
+	t.Helper()
+	env.Eventually(t, 30*time.Second, "the model to see the pods planned onto "+machine, func(context.Context) (bool, error) {
+		cluster.PlanPods(machine, pods)
+		cluster.HandOff(pods)
+		for _, pod := range pods {
+			if target, ok := cluster.HandOffTarget(pod); !ok || target != machine {
+				return false, nil
+			}
+		}
+		return node == "" || cluster.HasNode(node), nil
+	})
+}
+
 // TestHandOffKeepsPodsNominated: pods handed off onto a NodeClaim are
 // nominated to its Node (named otherwise, as on AWS) when it registers,
 // nominated again when the kube-scheduler clears the nomination, and moved
@@ -154,12 +171,7 @@ func TestHandOffKeepsPodsNominated(t *testing.T) {
 
 	cluster := start(t)
 	// The provisioner plans and hands off pods the model has seen waiting.
-	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
-		cluster.PlanPods("handoff-claim", handedOff)
-		cluster.HandOff(handedOff)
-		_, ok := cluster.HandOffTarget(key(preempting))
-		return ok && cluster.HasNode(existing.Name), nil
-	})
+	handOff(t, cluster, "handoff-claim", existing.Name, handedOff...)
 
 	claim := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "handoff-claim", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
@@ -231,12 +243,7 @@ func TestHandOffEndsWithThePlan(t *testing.T) {
 	pods := []types.NamespacedName{key(replanned), key(removed)}
 
 	cluster := start(t)
-	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
-		cluster.PlanPods(node.Name, pods)
-		cluster.HandOff(pods)
-		_, ok := cluster.HandOffTarget(key(removed))
-		return ok && cluster.HasNode(node.Name), nil
-	})
+	handOff(t, cluster, node.Name, node.Name, pods...)
 	nominatedTo(t, replanned, node.Name)
 	nominatedTo(t, removed, node.Name)
 
@@ -257,12 +264,7 @@ func TestHandOffEndsWithThePlan(t *testing.T) {
 	// A pod that is still handed off shows the controller has processed
 	// the clearing events: nominate one and wait for it.
 	witness := pendingPod(t, ns, "witness", "")
-	env.Eventually(t, 30*time.Second, "the model to see the witness", func(context.Context) (bool, error) {
-		cluster.PlanPods("handoff-ends-2", []types.NamespacedName{key(witness)})
-		cluster.HandOff([]types.NamespacedName{key(witness)})
-		_, ok := cluster.HandOffTarget(key(witness))
-		return ok, nil
-	})
+	handOff(t, cluster, "handoff-ends-2", "", key(witness))
 	other := readyNode("handoff-ends-2", "kwok://handoff-ends-2")
 	createNode(t, other)
 	nominatedTo(t, witness, other.Name)
@@ -299,13 +301,7 @@ func TestHandOffDoesNotOverfillANode(t *testing.T) {
 	pods := []types.NamespacedName{key(a), key(b)}
 
 	cluster, replans := startCounting(t)
-	env.Eventually(t, 30*time.Second, "the model to see the pods and the node", func(context.Context) (bool, error) {
-		cluster.PlanPods(node.Name, pods)
-		cluster.HandOff(pods)
-		_, okA := cluster.HandOffTarget(key(a))
-		_, okB := cluster.HandOffTarget(key(b))
-		return okA && okB && cluster.HasNode(node.Name), nil
-	})
+	handOff(t, cluster, node.Name, node.Name, pods...)
 	nominated := func(ctx context.Context) (int, error) {
 		n := 0
 		for _, pod := range []*corev1.Pod{a, b} {
@@ -370,23 +366,14 @@ func TestHandOffGivesUpOnANodeTheSchedulerRefuses(t *testing.T) {
 	pod := pendingPod(t, ns, "refused", "")
 	key := client.ObjectKeyFromObject(pod)
 	cluster, replans := startCounting(t)
-	plan := func(node string) {
-		t.Helper()
-		env.Eventually(t, 30*time.Second, "the pod planned onto "+node, func(context.Context) (bool, error) {
-			cluster.PlanPods(node, []types.NamespacedName{key})
-			cluster.HandOff([]types.NamespacedName{key})
-			target, ok := cluster.HandOffTarget(key)
-			return ok && target == node && cluster.HasNode(node), nil
-		})
-	}
-	plan(refusing.Name)
+	handOff(t, cluster, refusing.Name, refusing.Name, key)
 	nominatedTo(t, pod, refusing.Name)
 	// A plan moves it away and back in between: the count goes on.
 	clearNomination(t, pod)
 	nominatedTo(t, pod, refusing.Name)
-	plan(other.Name)
+	handOff(t, cluster, other.Name, other.Name, key)
 	nominatedTo(t, pod, other.Name)
-	plan(refusing.Name)
+	handOff(t, cluster, refusing.Name, refusing.Name, key)
 	nominatedTo(t, pod, refusing.Name) // the third nomination there
 	clearNomination(t, pod)
 	nominatedTo(t, pod, refusing.Name) // the fourth: MaxRenominations after the first
@@ -446,13 +433,7 @@ func TestHandOffNominatesSpreadPodsTheSchedulerWouldAdmit(t *testing.T) {
 	key := client.ObjectKeyFromObject
 	planned := []types.NamespacedName{key(first), key(second)}
 	cluster := start(t)
-	env.Eventually(t, 30*time.Second, "the model to see the pods and the nodes", func(context.Context) (bool, error) {
-		cluster.PlanPods(a.Name, planned)
-		cluster.HandOff(planned)
-		_, ok1 := cluster.HandOffTarget(key(first))
-		_, ok2 := cluster.HandOffTarget(key(second))
-		return ok1 && ok2 && cluster.HasNode(a.Name), nil
-	})
+	handOff(t, cluster, a.Name, a.Name, planned...)
 	nominatedPods := func(ctx context.Context) ([]*corev1.Pod, error) {
 		var out []*corev1.Pod
 		for _, p := range []*corev1.Pod{first, second} {

@@ -39,6 +39,17 @@ func TestSpreadAdmits(t *testing.T) {
 		return p
 	}
 	nodes := []corev1.Node{node("a1", "a"), node("b1", "b"), node("c1", "c")}
+	// teamNodes are nodes, of which only a1 and b1 are team=web's; forTeam
+	// makes a pod select them.
+	teamNodes := func() []corev1.Node {
+		ns := []corev1.Node{node("a1", "a"), node("b1", "b"), node("c1", "c")}
+		ns[0].Labels["team"], ns[1].Labels["team"] = "web", "web"
+		return ns
+	}
+	forTeam := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.NodeSelector = map[string]string{"team": "web"}
+		return p
+	}
 	bound := func(perNode map[string][]*corev1.Pod) map[string][]*corev1.Pod { return perNode }
 	balanced := bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {web("w2")}, "c1": {web("w3")}})
 	for _, tc := range []struct {
@@ -63,26 +74,10 @@ func TestSpreadAdmits(t *testing.T) {
 		{name: "a node without the zone label", pod: spread(), nodes: append(nodes, node("x", "")), bound: balanced, on: "x", want: false, why: "no topology.kubernetes.io/zone label"},
 		{name: "minDomains above the domains there are", pod: spread(func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](4) }),
 			nodes: nodes, bound: balanced, on: "a1", want: false},
-		{name: "a zone the pod may not use is not the least", pod: func() *corev1.Pod {
-			p := spread()
-			p.Spec.NodeSelector = map[string]string{"team": "web"}
-			return p
-		}(), nodes: func() []corev1.Node {
-			ns := []corev1.Node{node("a1", "a"), node("b1", "b"), node("c1", "c")}
-			ns[0].Labels["team"], ns[1].Labels["team"] = "web", "web"
-			return ns
-		}(), bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {web("w2")}}), on: "a1", want: true},
-		{name: "nodeAffinityPolicy Ignore counts that zone", pod: func() *corev1.Pod {
-			p := spread(func(c *corev1.TopologySpreadConstraint) {
-				c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
-			})
-			p.Spec.NodeSelector = map[string]string{"team": "web"}
-			return p
-		}(), nodes: func() []corev1.Node {
-			ns := []corev1.Node{node("a1", "a"), node("b1", "b"), node("c1", "c")}
-			ns[0].Labels["team"], ns[1].Labels["team"] = "web", "web"
-			return ns
-		}(), bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {web("w2")}}), on: "a1", want: false},
+		{name: "a zone the pod may not use is not the least", pod: forTeam(spread()), nodes: teamNodes(), bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {web("w2")}}), on: "a1", want: true},
+		{name: "nodeAffinityPolicy Ignore counts that zone", pod: forTeam(spread(func(c *corev1.TopologySpreadConstraint) {
+			c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+		})), nodes: teamNodes(), bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {web("w2")}}), on: "a1", want: false},
 		{name: "matchLabelKeys: another revision's pods do not count", pod: spread(func(c *corev1.TopologySpreadConstraint) { c.MatchLabelKeys = []string{"pod-template-hash"} }),
 			nodes: nodes, bound: bound(map[string][]*corev1.Pod{"a1": {web("w1")}, "b1": {func() *corev1.Pod {
 				p := web("old")
