@@ -24,8 +24,9 @@ package controllers
 
 // What the scheduling simulation reads: namespaces (for pod affinity
 // namespace selectors), volumes and their topology, disruption budgets,
-// daemon sets and the LimitRanges that size their pods.
+// daemon sets and the LimitRanges that size their pods, and replica sets
+// (how many replicas are still to be created, for EarlyProvisioning).
 // +kubebuilder:rbac:groups="",resources=namespaces;persistentvolumes;persistentvolumeclaims;limitranges,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;volumeattachments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets;replicasets,verbs=get;list;watch

@@ -262,8 +262,9 @@ type FeatureGates struct {
 	NodeOverlay bool
 	// EarlyProvisioning provisions, with the first pods of a ReplicaSet, Job
 	// or StatefulSet revision the kube-scheduler marks unschedulable, their
-	// siblings it has not tried yet, and lets only a group's first marked
-	// pod open a provisioning batch. A Dovetail gate, on by default;
+	// siblings it has not tried yet and the replicas their ReplicaSet has
+	// yet to create, and lets only a group's first marked pod open a
+	// provisioning batch. A Dovetail gate, on by default;
 	// EarlyProvisioning=false waits for the scheduler to mark every pod, as
 	// Karpenter does.
 	EarlyProvisioning bool

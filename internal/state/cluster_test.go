@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -533,9 +534,20 @@ func TestHandOffRecoveredAfterRestart(t *testing.T) {
 	}
 }
 
+// mustStrip applies the cache's transform.
+func mustStrip(t *testing.T, obj any) any {
+	t.Helper()
+	out, err := StripManagedFields(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestStripManagedFields: the cache keeps, of a pod's managed fields, only
 // Dovetail's status entry, so a pod it nominated is still known as such
-// after the transform; other objects keep none.
+// after the transform; other objects keep none, and a ReplicaSet no pod
+// template.
 func TestStripManagedFields(t *testing.T) {
 	entry := func(manager, subresource string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
@@ -555,6 +567,13 @@ func TestStripManagedFields(t *testing.T) {
 	n.ManagedFields = []metav1.ManagedFieldsEntry{entry(FieldManager, "status")}
 	if out, _ := StripManagedFields(n); len(out.(*corev1.Node).ManagedFields) != 0 {
 		t.Errorf("node kept managed fields %+v", out.(*corev1.Node).ManagedFields)
+	}
+	rs := &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: new(int32(3)),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}}}
+	rs.ManagedFields = []metav1.ManagedFieldsEntry{entry("kube-controller-manager", "")}
+	if got := mustStrip(t, rs).(*appsv1.ReplicaSet); len(got.Spec.Template.Spec.Containers) != 0 || len(got.ManagedFields) != 0 || *got.Spec.Replicas != 3 {
+		t.Errorf("replicaset after the transform: template %+v, managed fields %+v, replicas %d; want no template or managed fields, 3 replicas",
+			got.Spec.Template, got.ManagedFields, *got.Spec.Replicas)
 	}
 	if out, err := StripManagedFields("not an object"); err != nil || out != "not an object" {
 		t.Errorf("StripManagedFields(string) = %v, %v", out, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,8 +134,14 @@ const FieldManager = "dovetail"
 // StripManagedFields is the informer cache's transform: it drops the
 // managed fields of every cached object (they are most of a pod's size and
 // nothing reads them), except, on pods, the entry of Dovetail's own status
-// writes, which NominatedByDovetail reads after a restart.
+// writes, which NominatedByDovetail reads after a restart, and a
+// ReplicaSet's pod template, which nothing reads either.
 func StripManagedFields(in any) (any, error) {
+	if rs, ok := in.(*appsv1.ReplicaSet); ok {
+		// Only a ReplicaSet's replica counts and conditions are read (a
+		// pass's stand-ins copy a pod, not the template).
+		rs.Spec.Template = corev1.PodTemplateSpec{}
+	}
 	if pod, ok := in.(*corev1.Pod); ok {
 		var kept []metav1.ManagedFieldsEntry
 		for _, entry := range pod.ManagedFields {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,8 +48,9 @@ type Options struct {
 	DryRun bool
 	// EarlyProvisioning (feature gate EarlyProvisioning, on by default) also
 	// provisions the pods the kube-scheduler has not tried yet whose
-	// siblings (podutil.SiblingKey) it has marked unschedulable, and lets
-	// only a group's first unschedulable pod open a batch. Karpenter waits
+	// siblings (podutil.SiblingKey) it has marked unschedulable, and the
+	// replicas their ReplicaSet has yet to create (see anticipation), and
+	// lets only a group's first unschedulable pod open a batch. Karpenter waits
 	// for the scheduler to mark each pod, which for a burst of thousands of
 	// replicas takes as long as the scheduler takes to fail them all.
 	EarlyProvisioning bool
@@ -80,6 +82,9 @@ type Provisioner struct {
 	opts    Options
 	// shadow publishes the decisions of shadow mode and of shadow NodePools.
 	shadow *shadowPublisher
+	// anticipation remembers the ReplicaSets whose missing replicas a pass
+	// has provisioned for (EarlyProvisioning).
+	anticipation *anticipation
 }
 
 // NewProvisioner returns a Provisioner; add it to a manager with Register.
@@ -88,8 +93,9 @@ func NewProvisioner(clk clock.Clock, kubeClient client.Client, cluster *state.Cl
 	return &Provisioner{
 		clock: clk, kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, recorder: recorder, metrics: m,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
-		breaker: runaway.New(clk, opts.LaunchBackoff, opts.MaxLaunchBackoff),
-		shadow:  newShadowPublisher(recorder, m),
+		breaker:      runaway.New(clk, opts.LaunchBackoff, opts.MaxLaunchBackoff),
+		shadow:       newShadowPublisher(recorder, m),
+		anticipation: newAnticipation(),
 	}
 }
 
@@ -211,24 +217,33 @@ func (p *Provisioner) schedule(ctx context.Context) (live, shadowed *decision, e
 			shadowed.shadowOnly = shadowPools
 		}
 		if p.opts.DryRun {
-			p.observePlan(ctx, plan, len(pods), start)
+			p.observePlan(ctx, plan, pods, start)
 			return nil, shadowed, nil
 		}
 	}
 	liveSnapshot := *snapshot
 	liveSnapshot.NodePools = livePools
 	plan := simulator.Simulate(&liveSnapshot, p.opts.Simulator)
-	p.observePlan(ctx, plan, len(pods), start)
+	p.observePlan(ctx, plan, pods, start)
 	return &decision{plan: plan, pools: liveByName}, shadowed, nil
 }
 
-// observePlan sets the scheduler metrics of a plan and logs it.
-func (p *Provisioner) observePlan(ctx context.Context, plan *simulator.Plan, pods int, start time.Time) {
-	p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(float64(pods))
-	p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(float64(len(plan.Unschedulable)))
-	log.FromContext(ctx).V(1).Info("Computed scheduling plan", "pods", pods, "newNodeClaims", len(plan.NewNodeClaims),
-		"placedOnExisting", len(plan.Placements), "unschedulable", len(plan.Unschedulable), "duration", p.clock.Since(start).String(),
-		"dryRun", p.opts.DryRun)
+// observePlan sets the scheduler metrics of a plan and logs it. The
+// metrics count the pods that exist, not the stand-ins for replicas not
+// created yet.
+func (p *Provisioner) observePlan(ctx context.Context, plan *simulator.Plan, pods []*corev1.Pod, start time.Time) {
+	existing := len(realPods(pods))
+	unschedulable := 0
+	for _, u := range plan.Unschedulable {
+		if !IsAnticipated(u.Pod) {
+			unschedulable++
+		}
+	}
+	p.metrics.SchedulerQueueDepth.WithLabelValues("provisioner").Set(float64(existing))
+	p.metrics.UnschedulablePodsCount.WithLabelValues("provisioner").Set(float64(unschedulable))
+	log.FromContext(ctx).V(1).Info("Computed scheduling plan", "pods", existing, "anticipatedReplicas", len(pods)-existing,
+		"newNodeClaims", len(plan.NewNodeClaims), "placedOnExisting", len(plan.Placements), "unschedulable", unschedulable,
+		"duration", p.clock.Since(start).String(), "dryRun", p.opts.DryRun)
 }
 
 // splitShadow separates the shadow-only NodePools from the live ones. In
@@ -284,7 +299,8 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 }
 
 // pendingPods are the pods the kube-scheduler could not place, with
-// EarlyProvisioning their siblings it has not tried yet, plus the
+// EarlyProvisioning their siblings it has not tried yet and stand-ins for
+// the replicas their ReplicaSet has yet to create (see anticipation), plus the
 // reschedulable pods of machines being deleted (so that their replacement
 // capacity launches while they drain).
 func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
@@ -306,6 +322,11 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	var pods []*corev1.Pod
 	if p.opts.EarlyProvisioning {
 		pods = untriedSiblings(list.Items, counted)
+		sets := &appsv1.ReplicaSetList{}
+		if err := p.kubeClient.List(ctx, sets, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing replicasets: %w", err)
+		}
+		pods = append(pods, p.anticipation.standIns(sets.Items, list.Items)...)
 	}
 	for i := range list.Items {
 		pod := &list.Items[i]
@@ -422,21 +443,32 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	// Pods planned onto a machine keep it nominated until they bind (or it
 	// goes), not only for the window: a slow kube-scheduler must not let
 	// disruption remove the node they wait for.
+	// A stand-in for a replica not created yet (IsAnticipated) keeps its
+	// machine nominated, and is neither planned, handed off nor told.
 	for _, placement := range plan.Placements {
 		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
 		p.cluster.NominateNodeForPod(placement.Node, window)
+		if IsAnticipated(placement.Pod) {
+			continue
+		}
 		p.cluster.PlanPods(placement.Node, key)
 		if hint {
 			p.cluster.HandOff(key)
 		}
 	}
 	for _, u := range plan.Unschedulable {
+		if IsAnticipated(u.Pod) {
+			continue
+		}
 		p.cluster.PlanPods("", []types.NamespacedName{client.ObjectKeyFromObject(u.Pod)})
 		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
 	}
 	claims := p.admit(ctx, plan.NewNodeClaims, pools)
 	errs := make([]error, len(claims))
-	workqueue.ParallelizeUntil(ctx, 10, len(claims), func(i int) {
+	// Every claim at once, as Karpenter does (the client's rate limiter
+	// paces them): ten at a time took 12 s for a 5,000-pod plan's 334
+	// claims on a busy API server, and the last launches waited for it.
+	workqueue.ParallelizeUntil(ctx, len(claims), len(claims), func(i int) {
 		claim := claims[i]
 		np := pools[claim.NodePool]
 		nc := nodeclaimutil.FromPlan(claim, np)
@@ -446,10 +478,11 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
 		p.cluster.AddCreatedNodeClaim(nc)
-		p.breaker.RecordLaunch(nc.Name, np.Name, claim.Pods)
+		pods := realPods(claim.Pods)
+		p.breaker.RecordLaunch(nc.Name, np.Name, pods)
 		p.cluster.NominateNodeForPod(nc.Name, window)
-		planned := make([]types.NamespacedName, 0, len(claim.Pods))
-		for _, pod := range claim.Pods {
+		planned := make([]types.NamespacedName, 0, len(pods))
+		for _, pod := range pods {
 			planned = append(planned, client.ObjectKeyFromObject(pod))
 		}
 		p.cluster.PlanPods(nc.Name, planned)
@@ -457,9 +490,9 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 			p.cluster.HandOff(planned)
 		}
 		logger.Info("Created NodeClaim", "NodeClaim", klog.KObj(nc), "NodePool", klog.KObj(np),
-			"pods", len(claim.Pods), "requests", resourceString(claim.Requests),
+			"pods", len(pods), "anticipatedReplicas", len(claim.Pods)-len(pods), "requests", resourceString(claim.Requests),
 			"instanceTypes", instanceTypeSummary(claim.InstanceTypes), "price", claim.Price)
-		for _, pod := range claim.Pods {
+		for _, pod := range pods {
 			p.recorder.Publish(nominatedEvent(pod, "nodeclaim/"+nc.Name))
 		}
 	})
@@ -504,8 +537,11 @@ func (p *Provisioner) admit(ctx context.Context, planned []*simulator.NewNodeCla
 			out = append(out, claim)
 			continue
 		}
-		blocked[claim.NodePool] += len(decision.Blocked)
 		for _, b := range decision.Blocked {
+			if IsAnticipated(b.Pod) {
+				continue
+			}
+			blocked[claim.NodePool]++
 			p.recorder.Publish(launchBackoffPodEvent(b))
 		}
 	}

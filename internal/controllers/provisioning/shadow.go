@@ -91,16 +91,18 @@ func (s *shadowPublisher) publish(ctx context.Context, d *decision) {
 				continue
 			}
 			l := shadowLaunchOf(c)
+			existing := realPods(c.Pods) // stand-ins for replicas not created yet are not told
 			claims.Add(1, l.NodePool, l.InstanceType, l.CapacityType)
 			price.Add(l.Price, l.NodePool)
-			pods.Add(float64(len(c.Pods)), l.NodePool, metrics.TargetNew)
-			logger.Info("Would create NodeClaim (shadow)", "NodePool", klog.KRef("", c.NodePool), "pods", len(c.Pods),
+			pods.Add(float64(len(existing)), l.NodePool, metrics.TargetNew)
+			logger.Info("Would create NodeClaim (shadow)", "NodePool", klog.KRef("", c.NodePool), "pods", len(existing),
+				"anticipatedReplicas", len(c.Pods)-len(existing),
 				"requests", resourceString(c.Requests), "instanceType", l.InstanceType, "zone", l.Zone, "capacityType", l.CapacityType,
 				"price", l.Price, "instanceTypes", instanceTypeSummary(c.InstanceTypes))
 			if np := d.pools[c.NodePool]; np != nil {
-				s.recorder.Publish(shadowLaunchEvent(np, l, c.Pods))
+				s.recorder.Publish(shadowLaunchEvent(np, l, existing))
 			}
-			for _, pod := range c.Pods {
+			for _, pod := range existing {
 				s.recorder.Publish(shadowNominatedEvent(pod, fmt.Sprintf("a new NodeClaim of NodePool %s (%s)", c.NodePool, l)))
 			}
 		}
@@ -108,10 +110,16 @@ func (s *shadowPublisher) publish(ctx context.Context, d *decision) {
 		// whole plan's, so they are published in shadow mode only.
 		if d.shadowOnly == nil {
 			for _, placement := range d.plan.Placements {
+				if IsAnticipated(placement.Pod) {
+					continue
+				}
 				pods.Add(1, "", metrics.TargetExisting)
 				s.recorder.Publish(shadowNominatedEvent(placement.Pod, "node "+placement.Node))
 			}
 			for _, u := range d.plan.Unschedulable {
+				if IsAnticipated(u.Pod) {
+					continue
+				}
 				unschedulable++
 				s.recorder.Publish(shadowFailedSchedulingEvent(u.Pod, u.Reason))
 			}

@@ -10,19 +10,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // replicaSet creates a ReplicaSet (no kube-controller-manager runs here, so
 // it makes no pods) and returns the controller reference its pods carry.
 func replicaSet(t *testing.T, ns, name string) metav1.OwnerReference {
 	t.Helper()
+	return replicaSetOf(t, ns, name, 0)
+}
+
+// replicaSetOf is replicaSet with spec.replicas set (still no pods made).
+func replicaSetOf(t *testing.T, ns, name string, replicas int32) metav1.OwnerReference {
+	t.Helper()
 	labels := map[string]string{"app": name}
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}},
 	}
@@ -94,5 +102,102 @@ func TestUntriedSiblingsAreProvisionedWithTheFirst(t *testing.T) {
 				t.Errorf("after a second pass, NodeClaims sized for %d cpu, want still %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReplicasNotCreatedYetAreProvisionedWithTheFirst: a ReplicaSet of 8
+// has made 2 pods, and the kube-scheduler has marked one unschedulable.
+// With EarlyProvisioning the pass sizes its NodeClaims for all 8 replicas;
+// the 6 made later go onto the room those claims have left, launching
+// nothing more. Without the gate the claims are sized for the one marked.
+func TestReplicasNotCreatedYetAreProvisionedWithTheFirst(t *testing.T) {
+	for _, tc := range []struct {
+		early       bool
+		first, then int64
+	}{{early: true, first: 8, then: 8}, {early: false, first: 1, then: 8}} {
+		t.Run(fmt.Sprintf("EarlyProvisioning=%v", tc.early), func(t *testing.T) {
+			h := newHarnessWithOptions(t, provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
+				EarlyProvisioning: tc.early}, instanceTypes()...)
+			ns := testEnv.Namespace(t)
+			testEnv.CreateReadyNodePool(t, dtesting.MakeNodePool("default").Obj())
+			web := replicaSetOf(t, ns, "web", 8)
+			testEnv.CreatePendingPod(t, replica(ns, web, 0, "1"))
+			if err := testEnv.Client.Create(context.Background(), replica(ns, web, 1, "1")); err != nil {
+				t.Fatal(err)
+			}
+			h.waitForPodsMarked(t, ns, 2, 1)
+			h.provision(t)
+			if got := plannedCPU(t, h); got != tc.first {
+				t.Errorf("NodeClaims sized for %d cpu (one per replica), want %d", got, tc.first)
+			}
+			// The ReplicaSet makes its other replicas; the scheduler marks
+			// them and the pod it had not tried.
+			for i := 2; i < 8; i++ {
+				testEnv.CreatePendingPod(t, replica(ns, web, i, "1"))
+			}
+			markUnschedulable(t, replica(ns, web, 1, "1"))
+			h.waitForPods(t, ns, 8)
+			h.provision(t)
+			if got := plannedCPU(t, h); got != tc.then {
+				t.Errorf("after the replicas came, NodeClaims sized for %d cpu, want %d", got, tc.then)
+			}
+			for i := range 8 {
+				key := client.ObjectKeyFromObject(replica(ns, web, i, "1"))
+				if _, planned := h.cluster.PlannedLaunch(key); !planned {
+					t.Errorf("replica %d is not planned onto a NodeClaim", i)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicasThatNeverComeAreNotLaunchedForAgain: a ReplicaSet of 8 whose
+// controller makes only one pod (a ResourceQuota refusing the rest, say).
+// The first pass anticipates the 7 others; when their empty NodeClaims go
+// (as consolidation would remove them), the next pass launches for the one
+// pod only, not for 8 again: no launch loop.
+func TestReplicasThatNeverComeAreNotLaunchedForAgain(t *testing.T) {
+	h := newHarnessWithOptions(t, provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 10 * time.Second,
+		EarlyProvisioning: true}, instanceTypes()...)
+	ns := testEnv.Namespace(t)
+	testEnv.CreateReadyNodePool(t, dtesting.MakeNodePool("default").Obj())
+	web := replicaSetOf(t, ns, "web", 8)
+	testEnv.CreatePendingPod(t, replica(ns, web, 0, "1"))
+	h.waitForPods(t, ns, 1)
+	h.provision(t)
+	if got := plannedCPU(t, h); got != 8 {
+		t.Fatalf("NodeClaims sized for %d cpu, want 8 (the replicas to come)", got)
+	}
+	for _, nc := range h.claims(t) {
+		if err := testEnv.Client.Delete(context.Background(), &nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Eventually(t, 30*time.Second, "the NodeClaims to go", func(ctx context.Context) (bool, error) {
+		return len(h.claims(t)) == 0, nil
+	})
+	for pass := range 2 {
+		h.provision(t)
+		if got := plannedCPU(t, h); got != 1 {
+			t.Fatalf("pass %d after the NodeClaims went: NodeClaims sized for %d cpu, want 1 (the pod that exists)", pass+1, got)
+		}
+	}
+}
+
+// markUnschedulable marks an existing pod unschedulable, as the
+// kube-scheduler does when it finds no node for it.
+func markUnschedulable(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	live := &corev1.Pod{}
+	if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), live); err != nil {
+		t.Fatal(err)
+	}
+	live.Status.Conditions = append(live.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/0 nodes are available", LastTransitionTime: metav1.Now(),
+	})
+	if err := testEnv.Client.Status().Update(ctx, live); err != nil {
+		t.Fatalf("marking pod %s unschedulable: %v", pod.Name, err)
 	}
 }

@@ -1,0 +1,150 @@
+package provisioning
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
+)
+
+// AnticipatedAnnotationKey marks the stand-ins a pass simulates for the
+// replicas a ReplicaSet has yet to create. Stand-ins exist only in the
+// pass's memory: they size the NodeClaims it launches, and nothing about
+// them (a plan, a nomination, an event) is recorded or written.
+const AnticipatedAnnotationKey = "provisioning.dovetail.dev/anticipated"
+
+// IsAnticipated reports whether pod is a stand-in for a replica not
+// created yet.
+func IsAnticipated(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[AnticipatedAnnotationKey]
+	return ok
+}
+
+// anticipation remembers which ReplicaSets a pass has anticipated, so that
+// each (ReplicaSet, replica count) is anticipated once.
+//
+// The kube-controller-manager creates a scaled-up ReplicaSet's pods in
+// slow-start batches (1, 2, 4, ... at a time), and on a busy API server
+// 5,000 replicas took it 25 s. Once the kube-scheduler has failed one of
+// them, the rest will need the same room: a pass sizes its NodeClaims for
+// spec.replicas at once, standing in for the missing replicas with copies
+// of the failed one, and the replicas created later go onto the room those
+// claims have left (the model sees it as free, since no stand-in is
+// planned onto it).
+//
+// Remembering the count is what keeps this from becoming a launch loop: if
+// the replicas never come (a ResourceQuota refuses them, the ReplicaSet is
+// scaled back), the empty claims are consolidated and the count is not
+// anticipated again. A ReplicaSet whose ReplicaFailure condition is True
+// (the controller could not create pods) is not anticipated at all.
+type anticipation struct {
+	mu sync.Mutex
+	// done is, per ReplicaSet UID, the replica count last anticipated.
+	done map[types.UID]int32
+}
+
+func newAnticipation() *anticipation {
+	return &anticipation{done: map[types.UID]int32{}}
+}
+
+// standIns returns stand-ins for the replicas not created yet of each
+// ReplicaSet that has a pod the kube-scheduler marked unschedulable (and
+// not nominated), unless the same replica count was anticipated before.
+// sets and pods are read, never written.
+func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod) []*corev1.Pod {
+	active := map[types.UID]int32{}
+	failed := map[types.UID]*corev1.Pod{}
+	for i := range pods {
+		pod := &pods[i]
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if ref == nil || ref.APIVersion != "apps/v1" || ref.Kind != "ReplicaSet" {
+			continue
+		}
+		// The ReplicaSet controller counts the pods that are neither
+		// terminating nor finished, and replaces the others.
+		if pod.DeletionTimestamp != nil || podutil.IsTerminal(pod) {
+			continue
+		}
+		active[ref.UID]++
+		if failed[ref.UID] == nil && podutil.IsProvisionable(pod) {
+			failed[ref.UID] = pod
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	live := make(map[types.UID]bool, len(sets))
+	var out []*corev1.Pod
+	for i := range sets {
+		rs := &sets[i]
+		live[rs.UID] = true
+		want := ptr.Deref(rs.Spec.Replicas, 1)
+		if done, ok := a.done[rs.UID]; ok && want < done {
+			a.done[rs.UID] = want // scaled down: a later scale-up is new
+		}
+		model := failed[rs.UID]
+		missing := want - active[rs.UID]
+		if model == nil || missing <= 0 || rs.DeletionTimestamp != nil || replicaFailure(rs) || a.done[rs.UID] >= want {
+			continue
+		}
+		a.done[rs.UID] = want
+		out = append(out, standInsFor(rs, model, int(missing))...)
+	}
+	maps.DeleteFunc(a.done, func(uid types.UID, _ int32) bool { return !live[uid] })
+	return out
+}
+
+// standInsFor returns n stand-ins copied from model, a pod of rs: the same
+// labels, owner and spec (shared, since the simulation never writes a
+// pod), a name and UID no real pod has, and no status.
+func standInsFor(rs *appsv1.ReplicaSet, model *corev1.Pod, n int) []*corev1.Pod {
+	annotations := maps.Clone(model.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnticipatedAnnotationKey] = rs.Name
+	out := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		pod := &corev1.Pod{TypeMeta: model.TypeMeta, Spec: model.Spec}
+		pod.ObjectMeta = metav1.ObjectMeta{
+			// A ReplicaSet names its pods with a five-character suffix, so
+			// no real pod takes these names.
+			Name:            fmt.Sprintf("%s-anticipated-%d", rs.Name, i),
+			Namespace:       model.Namespace,
+			UID:             types.UID(fmt.Sprintf("%s-anticipated-%d", rs.UID, i)),
+			Labels:          model.Labels,
+			Annotations:     annotations,
+			OwnerReferences: model.OwnerReferences,
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+// replicaFailure reports whether the ReplicaSet's controller failed to
+// create or delete pods (a ResourceQuota, an admission webhook).
+func replicaFailure(rs *appsv1.ReplicaSet) bool {
+	for _, c := range rs.Status.Conditions {
+		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// realPods are the pods that exist, without the stand-ins.
+func realPods(pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if !IsAnticipated(pod) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
