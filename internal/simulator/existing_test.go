@@ -82,6 +82,17 @@ func TestExistingNodes(t *testing.T) {
 			pods:  pod("p").Replicas(3), claims: 1,
 			placed: map[string]string{"p-0": "n", "p-1": "n"},
 		},
+		"a deferred pod takes only the room the others leave": {
+			nodes:    []simulator.Node{roomy("n").Alloc("cpu", "2", "memory", "16Gi", "pods", "20").Obj()},
+			pods:     []*corev1.Pod{dtesting.MakePod("stand-in").Req("cpu", "1500m").Obj(), dtesting.MakePod("real").Req("cpu", "1").Obj()},
+			deferred: map[types.UID]bool{"uid-default-stand-in": true},
+			claims:   1, placed: map[string]string{"real": "n"},
+		},
+		"without deferral the larger pod goes first": {
+			nodes:  []simulator.Node{roomy("n").Alloc("cpu", "2", "memory", "16Gi", "pods", "20").Obj()},
+			pods:   []*corev1.Pod{dtesting.MakePod("stand-in").Req("cpu", "1500m").Obj(), dtesting.MakePod("real").Req("cpu", "1").Obj()},
+			claims: 1, placed: map[string]string{"stand-in": "n"},
+		},
 		"bound pods use up a node": {
 			nodes: []simulator.Node{roomy("n").Alloc("cpu", "2", "memory", "16Gi", "pods", "20").Pod(dtesting.MakePod("old").Req("cpu", "1500m").Obj()).Obj()},
 			pods:  []*corev1.Pod{pod("p").Obj()}, claims: 1,

@@ -87,6 +87,7 @@ type tcase struct {
 	scs        []*storagev1.StorageClass
 	namespaces []*corev1.Namespace
 	refused    map[types.UID][]string
+	deferred   map[types.UID]bool
 	opts       simulator.Options
 	request    func(r *simulator.Request)
 
@@ -175,7 +176,7 @@ func runCase(t *testing.T, tc tcase) {
 	snap := &simulator.Snapshot{
 		Pods: tc.pods, Nodes: tc.nodes, NodePools: tc.pools, DaemonSets: tc.daemonsets,
 		PersistentVolumes: tc.pvs, PersistentVolumeClaims: tc.pvcs, StorageClasses: tc.scs, Namespaces: tc.namespaces,
-		Refused: tc.refused,
+		Refused: tc.refused, Deferred: tc.deferred,
 	}
 	if snap.NodePools == nil {
 		snap.NodePools = []simulator.NodePool{pool(dtesting.MakeNodePool("default").Obj())}

@@ -67,8 +67,10 @@ type podInfo struct {
 	invalid string  // a reason the pod cannot be placed at all
 	node    int32   // bound node, or -1
 	refused []int32 // existing nodes the pod is not placed on (Snapshot.Refused)
-	order   int     // position in the solve's queue
-	level   int     // preference-relaxation level reached
+	// deferred pods are placed after every other pod (Snapshot.Deferred).
+	deferred bool
+	order    int // position in the solve's queue
+	level    int // preference-relaxation level reached
 }
 
 // New indexes a snapshot. It never fails: problems with the input (invalid
@@ -131,6 +133,7 @@ func New(s *Snapshot, opts Options) *Model {
 			continue
 		}
 		pi := comp.compilePod(pod)
+		pi.deferred = s.Deferred[pod.UID]
 		for _, name := range s.Refused[pod.UID] {
 			if i, ok := m.nodeByName[name]; ok {
 				pi.refused = append(pi.refused, i)

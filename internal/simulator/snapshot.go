@@ -38,6 +38,10 @@ type Snapshot struct {
 	// the simulation does not see, or the room went). A pod planned onto
 	// such a node again could wait for it forever.
 	Refused map[types.UID][]string
+	// Deferred marks, by UID, pending pods placed after every other pod:
+	// stand-ins for replicas not created yet, which must not take existing
+	// room or a NodePool's limits from the pods that exist.
+	Deferred map[types.UID]bool
 }
 
 // Node is an existing node or an in-flight NodeClaim that has no Node yet.

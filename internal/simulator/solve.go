@@ -204,7 +204,8 @@ func (s *solve) uncount(pi *podInfo, n *node) {
 
 // preparePods compiles the request's pods (reusing the model's compilation of
 // snapshot pods) and frees the places of bound pods being moved. It returns
-// them in placement order: first pods that need a node of their own (required
+// them in placement order: deferred pods (Snapshot.Deferred) after all
+// others; before that, first pods that need a node of their own (required
 // hostname anti-affinity against their own kind), since they decide how many
 // nodes there will be and the rest can fill them; then largest cpu first,
 // largest memory, and namespace, name and uid, so that the plan does not
@@ -240,6 +241,7 @@ func (s *solve) preparePods(in []*corev1.Pod) []*podInfo {
 	s.finishLocal()
 	slices.SortStableFunc(pods, func(a, b *podInfo) int {
 		return cmp.Or(
+			cmp.Compare(boolInt(a.deferred), boolInt(b.deferred)),
 			cmp.Compare(boolInt(!a.sig.ownNode), boolInt(!b.sig.ownNode)),
 			cmp.Compare(b.req[resources.CPU], a.req[resources.CPU]),
 			cmp.Compare(b.req[resources.Memory], a.req[resources.Memory]),

@@ -3,7 +3,9 @@ package provisioning
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,18 +16,31 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
-// AnticipatedAnnotationKey marks the stand-ins a pass simulates for the
-// replicas a ReplicaSet has yet to create. Stand-ins exist only in the
+// standInMarker is part of a stand-in's UID. A pass simulates stand-ins
+// for the replicas a ReplicaSet has yet to create; they exist only in the
 // pass's memory: they size the NodeClaims it launches, and nothing about
-// them (a plan, a nomination, an event) is recorded or written.
-const AnticipatedAnnotationKey = "provisioning.dovetail.dev/anticipated"
+// them (a plan, a nomination, an event, a metric) is recorded or written.
+// The API server assigns every real pod's UID, so no real pod carries the
+// marker.
+const standInMarker = "/anticipated-"
 
 // IsAnticipated reports whether pod is a stand-in for a replica not
 // created yet.
 func IsAnticipated(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnticipatedAnnotationKey]
-	return ok
+	return strings.Contains(string(pod.UID), standInMarker)
 }
+
+// maxStandIns bounds the stand-ins of one pass, so that a mistaken
+// spec.replicas (a runaway autoscaler's maximum) cannot make one pass
+// simulate and launch for an unbounded number of pods; NodePool limits
+// bound the launch too.
+const maxStandIns = 10000
+
+// anticipationHold is how long a NodeClaim launched for stand-ins stays
+// nominated (kept from consolidation) for the replicas to come: the
+// kube-controller-manager took 100 s to create 10,000 replicas on the
+// local control plane, longer than the provisioner's nomination window.
+const anticipationHold = 5 * time.Minute
 
 // anticipation remembers which ReplicaSets a pass has anticipated, so that
 // each (ReplicaSet, replica count) is anticipated once.
@@ -56,8 +71,8 @@ func newAnticipation() *anticipation {
 
 // standIns returns stand-ins for the replicas not created yet of each
 // ReplicaSet that has a pod the kube-scheduler marked unschedulable (and
-// not nominated), unless the same replica count was anticipated before.
-// sets and pods are read, never written.
+// not nominated), unless the same replica count was anticipated before;
+// at most maxStandIns in all. sets and pods are read, never written.
 func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod) []*corev1.Pod {
 	active := map[types.UID]int32{}
 	failed := map[types.UID]*corev1.Pod{}
@@ -89,38 +104,35 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod) []*
 			a.done[rs.UID] = want // scaled down: a later scale-up is new
 		}
 		model := failed[rs.UID]
-		missing := want - active[rs.UID]
+		missing := min(int(want-active[rs.UID]), maxStandIns-len(out))
 		if model == nil || missing <= 0 || rs.DeletionTimestamp != nil || replicaFailure(rs) || a.done[rs.UID] >= want {
 			continue
 		}
 		a.done[rs.UID] = want
-		out = append(out, standInsFor(rs, model, int(missing))...)
+		out = append(out, standInsFor(rs, model, missing)...)
 	}
 	maps.DeleteFunc(a.done, func(uid types.UID, _ int32) bool { return !live[uid] })
 	return out
 }
 
 // standInsFor returns n stand-ins copied from model, a pod of rs: the same
-// labels, owner and spec (shared, since the simulation never writes a
-// pod), a name and UID no real pod has, and no status.
+// labels, annotations, owner and spec (one copy, shared by all n, since
+// the simulation never writes a pod), a name and UID no real pod has, and
+// no status.
 func standInsFor(rs *appsv1.ReplicaSet, model *corev1.Pod, n int) []*corev1.Pod {
-	annotations := maps.Clone(model.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[AnticipatedAnnotationKey] = rs.Name
+	shared := model.DeepCopy()
 	out := make([]*corev1.Pod, 0, n)
 	for i := range n {
-		pod := &corev1.Pod{TypeMeta: model.TypeMeta, Spec: model.Spec}
+		pod := &corev1.Pod{TypeMeta: shared.TypeMeta, Spec: shared.Spec}
 		pod.ObjectMeta = metav1.ObjectMeta{
 			// A ReplicaSet names its pods with a five-character suffix, so
 			// no real pod takes these names.
 			Name:            fmt.Sprintf("%s-anticipated-%d", rs.Name, i),
-			Namespace:       model.Namespace,
-			UID:             types.UID(fmt.Sprintf("%s-anticipated-%d", rs.UID, i)),
-			Labels:          model.Labels,
-			Annotations:     annotations,
-			OwnerReferences: model.OwnerReferences,
+			Namespace:       shared.Namespace,
+			UID:             types.UID(fmt.Sprintf("%s%s%d", rs.UID, standInMarker, i)),
+			Labels:          shared.Labels,
+			Annotations:     shared.Annotations,
+			OwnerReferences: shared.OwnerReferences,
 		}
 		out = append(out, pod)
 	}
@@ -144,6 +156,21 @@ func realPods(pods []*corev1.Pod) []*corev1.Pod {
 	for _, pod := range pods {
 		if !IsAnticipated(pod) {
 			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// deferredOf marks the stand-ins among pods, for Snapshot.Deferred: the
+// simulation places them after every pod that exists.
+func deferredOf(pods []*corev1.Pod) map[types.UID]bool {
+	var out map[types.UID]bool
+	for _, pod := range pods {
+		if IsAnticipated(pod) {
+			if out == nil {
+				out = map[types.UID]bool{}
+			}
+			out[pod.UID] = true
 		}
 	}
 	return out

@@ -81,7 +81,7 @@ func TestStandIns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]int{}
 			for _, pod := range newAnticipation().standIns(tc.sets, tc.pods) {
-				got[pod.Annotations[AnticipatedAnnotationKey]]++
+				got[metav1.GetControllerOf(pod).Name]++
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tc.want)) {
 				t.Errorf("stand-ins per ReplicaSet %v, want %v", got, orEmpty(tc.want))
@@ -168,5 +168,29 @@ func TestRealPods(t *testing.T) {
 	got := realPods(append([]*corev1.Pod{&pods[0]}, standIns...))
 	if len(got) != 1 || got[0] != &pods[0] {
 		t.Errorf("realPods kept %d pods, want only the marked one", len(got))
+	}
+}
+
+// TestStandInsAreBounded: one pass makes at most maxStandIns, however many
+// replicas are missing.
+func TestStandInsAreBounded(t *testing.T) {
+	web, api := rsFixture{"web"}, rsFixture{"api"}
+	got := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(maxStandIns), api.set(50)}, []corev1.Pod{web.pod(0, true), api.pod(0, true)})
+	if len(got) != maxStandIns {
+		t.Errorf("%d stand-ins, want %d", len(got), maxStandIns)
+	}
+}
+
+// TestDeferredOf marks the stand-ins, and nothing when there are none.
+func TestDeferredOf(t *testing.T) {
+	web := rsFixture{"web"}
+	pods := []corev1.Pod{web.pod(0, true)}
+	standIns := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods)
+	got := deferredOf(append([]*corev1.Pod{&pods[0]}, standIns...))
+	if len(got) != 2 || got[pods[0].UID] || !got[standIns[0].UID] || !got[standIns[1].UID] {
+		t.Errorf("deferredOf = %v, want the two stand-ins", got)
+	}
+	if got := deferredOf([]*corev1.Pod{&pods[0]}); got != nil {
+		t.Errorf("deferredOf(no stand-ins) = %v, want nil", got)
 	}
 }

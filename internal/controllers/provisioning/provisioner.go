@@ -205,6 +205,7 @@ func (p *Provisioner) schedule(ctx context.Context) (live, shadowed *decision, e
 	}
 	snapshot.Pods = pods
 	snapshot.Refused = p.cluster.Refused(pods)
+	snapshot.Deferred = deferredOf(pods)
 	if err := p.addVolumesAndNamespaces(ctx, snapshot); err != nil {
 		return nil, nil, err
 	}
@@ -322,11 +323,11 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	var pods []*corev1.Pod
 	if p.opts.EarlyProvisioning {
 		pods = untriedSiblings(list.Items, counted)
-		sets := &appsv1.ReplicaSetList{}
-		if err := p.kubeClient.List(ctx, sets, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing replicasets: %w", err)
+		// Shadow mode launches nothing, so the room stand-ins would size
+		// would never exist for the replicas when they come.
+		if !p.opts.DryRun {
+			pods = append(pods, p.standIns(ctx, list.Items)...)
 		}
-		pods = append(pods, p.anticipation.standIns(sets.Items, list.Items)...)
 	}
 	for i := range list.Items {
 		pod := &list.Items[i]
@@ -343,6 +344,25 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	}
 	return append(pods, PodsOfDeletingNodes(snapshot)...), nil
 }
+
+// standIns lists the ReplicaSets and returns the stand-ins for their
+// replicas not created yet (see anticipation). A failed list costs only
+// the anticipation, logged, never the pass: the informer waits for its
+// first list at most replicaSetListTimeout (it would wait forever without
+// the RBAC to list ReplicaSets).
+func (p *Provisioner) standIns(ctx context.Context, pods []corev1.Pod) []*corev1.Pod {
+	listCtx, cancel := context.WithTimeout(ctx, replicaSetListTimeout)
+	defer cancel()
+	sets := &appsv1.ReplicaSetList{}
+	if err := p.kubeClient.List(listCtx, sets, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "Listing ReplicaSets; provisioning without their replicas not created yet")
+		return nil
+	}
+	return p.anticipation.standIns(sets.Items, pods)
+}
+
+// replicaSetListTimeout bounds a pass's wait for the ReplicaSet list.
+const replicaSetListTimeout = 10 * time.Second
 
 // untriedSiblings are the pods the kube-scheduler has not tried yet (see
 // podutil.AwaitingFirstAttempt) and that no machine counts, whose siblings
@@ -465,10 +485,10 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	}
 	claims := p.admit(ctx, plan.NewNodeClaims, pools)
 	errs := make([]error, len(claims))
-	// Every claim at once, as Karpenter does (the client's rate limiter
-	// paces them): ten at a time took 12 s for a 5,000-pod plan's 334
-	// claims on a busy API server, and the last launches waited for it.
-	workqueue.ParallelizeUntil(ctx, len(claims), len(claims), func(i int) {
+	// Up to launchWorkers at once (the client's rate limiter paces them):
+	// ten at a time took 12 s for a 5,000-pod plan's 334 claims on a busy
+	// API server, and the last launches waited for it.
+	workqueue.ParallelizeUntil(ctx, launchWorkers, len(claims), func(i int) {
 		claim := claims[i]
 		np := pools[claim.NodePool]
 		nc := nodeclaimutil.FromPlan(claim, np)
@@ -479,8 +499,15 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		p.metrics.NodeClaimsCreated.WithLabelValues("provisioning", np.Name).Inc()
 		p.cluster.AddCreatedNodeClaim(nc)
 		pods := realPods(claim.Pods)
-		p.breaker.RecordLaunch(nc.Name, np.Name, pods)
-		p.cluster.NominateNodeForPod(nc.Name, window)
+		if len(pods) > 0 {
+			p.breaker.RecordLaunch(nc.Name, np.Name, pods)
+		}
+		if len(pods) < len(claim.Pods) {
+			// Its stand-ins' replicas may be created long after the window.
+			p.cluster.NominateNodeForPod(nc.Name, max(window, anticipationHold))
+		} else {
+			p.cluster.NominateNodeForPod(nc.Name, window)
+		}
 		planned := make([]types.NamespacedName, 0, len(pods))
 		for _, pod := range pods {
 			planned = append(planned, client.ObjectKeyFromObject(pod))
@@ -498,6 +525,9 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	})
 	return errors.Join(errs...)
 }
+
+// launchWorkers is how many NodeClaims a pass creates at once.
+const launchWorkers = 100
 
 // observeLaunches tells the runaway breaker which claims it tracks have
 // initialized and which pods it tracks have bound or gone.

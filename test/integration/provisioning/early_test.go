@@ -3,12 +3,14 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,6 +132,9 @@ func TestReplicasNotCreatedYetAreProvisionedWithTheFirst(t *testing.T) {
 			if got := plannedCPU(t, h); got != tc.first {
 				t.Errorf("NodeClaims sized for %d cpu (one per replica), want %d", got, tc.first)
 			}
+			if tc.early {
+				expectStandInsUnrecorded(t, h, ns)
+			}
 			// The ReplicaSet makes its other replicas; the scheduler marks
 			// them and the pod it had not tried.
 			for i := 2; i < 8; i++ {
@@ -199,5 +204,33 @@ func markUnschedulable(t *testing.T, pod *corev1.Pod) {
 	})
 	if err := testEnv.Client.Status().Update(ctx, live); err != nil {
 		t.Fatalf("marking pod %s unschedulable: %v", pod.Name, err)
+	}
+}
+
+// expectStandInsUnrecorded checks that the stand-ins of the last pass left
+// no trace but the launch: no event names them, the model plans none of
+// them, and the NodeClaims launched for them stay nominated well past the
+// provisioner's nomination window, for the replicas to come.
+func expectStandInsUnrecorded(t *testing.T, h *harness, ns string) {
+	t.Helper()
+	evs := &corev1.EventList{}
+	if err := testEnv.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Items {
+		if strings.Contains(ev.InvolvedObject.Name, "-anticipated-") || strings.Contains(ev.Message, "-anticipated-") {
+			t.Errorf("event %s %q names a stand-in", ev.Reason, ev.Message)
+		}
+	}
+	for i := range 8 {
+		key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-anticipated-%d", i)}
+		if claim, planned := h.cluster.PlannedLaunch(key); planned {
+			t.Errorf("stand-in %s is planned onto %s", key.Name, claim)
+		}
+	}
+	for _, n := range h.cluster.Nodes() {
+		if n.NodeClaim != nil && time.Until(n.NominatedUntil) < time.Minute {
+			t.Errorf("NodeClaim %s launched for stand-ins is nominated only until %v", n.NodeClaim.Name, n.NominatedUntil)
+		}
 	}
 }
