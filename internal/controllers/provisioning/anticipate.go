@@ -3,6 +3,7 @@ package provisioning
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,10 +37,12 @@ func IsAnticipated(pod *corev1.Pod) bool {
 // bound the launch too.
 const maxStandIns = 10000
 
-// anticipationHold is how long a NodeClaim launched for stand-ins stays
-// nominated (kept from consolidation) for the replicas to come: the
-// kube-controller-manager took 100 s to create 10,000 replicas on the
-// local control plane, longer than the provisioner's nomination window.
+// anticipationHold is how long, at most, the NodeClaims launched for a
+// ReplicaSet's stand-ins stay nominated (kept from disruption) while its
+// replicas are still to be created: the kube-controller-manager took 100 s
+// to create 10,000 replicas on the local control plane, longer than the
+// provisioner's nomination window. Once every replica exists, the claims
+// keep only the window, so drift and expiration are not held up.
 const anticipationHold = 5 * time.Minute
 
 // anticipation remembers which ReplicaSets a pass has anticipated, so that
@@ -63,17 +66,55 @@ type anticipation struct {
 	mu sync.Mutex
 	// done is, per ReplicaSet UID, the replica count last anticipated.
 	done map[types.UID]int32
+	// held is, per ReplicaSet UID, the NodeClaims launched for its
+	// stand-ins, kept nominated while its replicas are still to come.
+	held map[types.UID]*holding
+}
+
+// holding is the NodeClaims launched for one ReplicaSet's stand-ins.
+type holding struct {
+	claims []string
+	since  time.Time
 }
 
 func newAnticipation() *anticipation {
-	return &anticipation{done: map[types.UID]int32{}}
+	return &anticipation{done: map[types.UID]int32{}, held: map[types.UID]*holding{}}
+}
+
+// hold records that claim was launched for stand-ins of the ReplicaSet
+// with that UID.
+func (a *anticipation) hold(rs types.UID, claim string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := a.held[rs]
+	if h == nil {
+		h = &holding{since: now}
+		a.held[rs] = h
+	}
+	h.claims = append(h.claims, claim)
+}
+
+// standInOwners are the ReplicaSets (by UID) of the stand-ins among pods.
+func standInOwners(pods []*corev1.Pod) []types.UID {
+	var out []types.UID
+	for _, pod := range pods {
+		if !IsAnticipated(pod) {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && !slices.Contains(out, ref.UID) {
+			out = append(out, ref.UID)
+		}
+	}
+	return out
 }
 
 // standIns returns stand-ins for the replicas not created yet of each
 // ReplicaSet that has a pod the kube-scheduler marked unschedulable (and
 // not nominated), unless the same replica count was anticipated before;
-// at most maxStandIns in all. sets and pods are read, never written.
-func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod) []*corev1.Pod {
+// at most maxStandIns in all. It also returns the NodeClaims still held
+// for stand-ins: those of ReplicaSets whose replicas are still to come,
+// for at most anticipationHold. sets and pods are read, never written.
+func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now time.Time) (standIns []*corev1.Pod, held []string) {
 	active := map[types.UID]int32{}
 	failed := map[types.UID]*corev1.Pod{}
 	for i := range pods {
@@ -94,25 +135,37 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod) []*
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	live := make(map[types.UID]bool, len(sets))
+	waiting := make(map[types.UID]bool, len(sets)) // still to create replicas
 	var out []*corev1.Pod
 	for i := range sets {
 		rs := &sets[i]
-		live[rs.UID] = true
 		want := ptr.Deref(rs.Spec.Replicas, 1)
+		if rs.DeletionTimestamp == nil && !replicaFailure(rs) && active[rs.UID] < want {
+			waiting[rs.UID] = true
+		}
 		if done, ok := a.done[rs.UID]; ok && want < done {
 			a.done[rs.UID] = want // scaled down: a later scale-up is new
 		}
 		model := failed[rs.UID]
 		missing := min(int(want-active[rs.UID]), maxStandIns-len(out))
-		if model == nil || missing <= 0 || rs.DeletionTimestamp != nil || replicaFailure(rs) || a.done[rs.UID] >= want {
+		if model == nil || missing <= 0 || !waiting[rs.UID] || a.done[rs.UID] >= want {
 			continue
 		}
 		a.done[rs.UID] = want
 		out = append(out, standInsFor(rs, model, missing)...)
 	}
+	live := make(map[types.UID]bool, len(sets))
+	for i := range sets {
+		live[sets[i].UID] = true
+	}
 	maps.DeleteFunc(a.done, func(uid types.UID, _ int32) bool { return !live[uid] })
-	return out
+	maps.DeleteFunc(a.held, func(uid types.UID, h *holding) bool {
+		return !waiting[uid] || now.Sub(h.since) >= anticipationHold
+	})
+	for _, h := range a.held {
+		held = append(held, h.claims...)
+	}
+	return out, held
 }
 
 // standInsFor returns n stand-ins copied from model, a pod of rs: the same

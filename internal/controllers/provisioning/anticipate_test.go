@@ -3,6 +3,7 @@ package provisioning
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
+
+// epoch is the tests' clock reading.
+var epoch = time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+
+// first is the stand-ins of a standIns call.
+func first(standIns []*corev1.Pod, _ []string) []*corev1.Pod { return standIns }
 
 // rsFixture builds ReplicaSets and their pods for the anticipation tests.
 type rsFixture struct{ name string }
@@ -80,7 +87,7 @@ func TestStandIns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]int{}
-			for _, pod := range newAnticipation().standIns(tc.sets, tc.pods) {
+			for _, pod := range first(newAnticipation().standIns(tc.sets, tc.pods, epoch)) {
 				got[metav1.GetControllerOf(pod).Name]++
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tc.want)) {
@@ -104,7 +111,7 @@ func TestStandInsAreCopiesNoPodHas(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
 	pods[0].Annotations = map[string]string{"team": "a"}
-	standIns := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods)
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
 	if len(standIns) != 2 {
 		t.Fatalf("%d stand-ins, want 2", len(standIns))
 	}
@@ -150,11 +157,11 @@ func TestStandInsOncePerReplicaCount(t *testing.T) {
 		{"scaled up again", 20, 19},
 	}
 	for _, step := range steps {
-		if got := len(a.standIns([]appsv1.ReplicaSet{web.set(step.replicas)}, marked)); got != step.want {
+		if got := len(first(a.standIns([]appsv1.ReplicaSet{web.set(step.replicas)}, marked, epoch))); got != step.want {
 			t.Errorf("%s (%d replicas): %d stand-ins, want %d", step.name, step.replicas, got, step.want)
 		}
 	}
-	a.standIns(nil, marked)
+	a.standIns(nil, marked, epoch)
 	if len(a.done) != 0 {
 		t.Errorf("a ReplicaSet that is gone is still remembered: %v", a.done)
 	}
@@ -164,7 +171,7 @@ func TestStandInsOncePerReplicaCount(t *testing.T) {
 func TestRealPods(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
-	standIns := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods)
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
 	got := realPods(append([]*corev1.Pod{&pods[0]}, standIns...))
 	if len(got) != 1 || got[0] != &pods[0] {
 		t.Errorf("realPods kept %d pods, want only the marked one", len(got))
@@ -175,7 +182,7 @@ func TestRealPods(t *testing.T) {
 // replicas are missing.
 func TestStandInsAreBounded(t *testing.T) {
 	web, api := rsFixture{"web"}, rsFixture{"api"}
-	got := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(maxStandIns), api.set(50)}, []corev1.Pod{web.pod(0, true), api.pod(0, true)})
+	got := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(maxStandIns), api.set(50)}, []corev1.Pod{web.pod(0, true), api.pod(0, true)}, epoch))
 	if len(got) != maxStandIns {
 		t.Errorf("%d stand-ins, want %d", len(got), maxStandIns)
 	}
@@ -185,12 +192,64 @@ func TestStandInsAreBounded(t *testing.T) {
 func TestDeferredOf(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
-	standIns := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods)
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
 	got := deferredOf(append([]*corev1.Pod{&pods[0]}, standIns...))
 	if len(got) != 2 || got[pods[0].UID] || !got[standIns[0].UID] || !got[standIns[1].UID] {
 		t.Errorf("deferredOf = %v, want the two stand-ins", got)
 	}
 	if got := deferredOf([]*corev1.Pod{&pods[0]}); got != nil {
 		t.Errorf("deferredOf(no stand-ins) = %v, want nil", got)
+	}
+}
+
+// TestHeldClaims: the NodeClaims launched for a ReplicaSet's stand-ins are
+// held (kept nominated) while its replicas are still to come, and no
+// longer once they all exist, once the ReplicaSet fails to create them or
+// is gone, or anticipationHold after the launch: a held node is kept from
+// drift and expiration too.
+func TestHeldClaims(t *testing.T) {
+	web := rsFixture{"web"}
+	one := []corev1.Pod{web.pod(0, true)}
+	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, one, epoch)
+	if owners := standInOwners(append(standIns, &one[0])); len(owners) != 1 || owners[0] != web.uid() {
+		t.Fatalf("standInOwners = %v, want the ReplicaSet's UID once", owners)
+	}
+	failing := web.set(3)
+	failing.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue}}
+	for _, step := range []struct {
+		name  string
+		sets  []appsv1.ReplicaSet
+		pods  []corev1.Pod
+		after time.Duration
+		want  []string
+	}{
+		{"replicas still to come", []appsv1.ReplicaSet{web.set(3)}, one, time.Minute, []string{"claim-a"}},
+		{"near the limit", []appsv1.ReplicaSet{web.set(3)}, one, anticipationHold - time.Second, []string{"claim-a"}},
+		{"all replicas exist", []appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{web.pod(0, true), web.pod(1, false), web.pod(2, false)}, time.Minute, nil},
+	} {
+		b := newAnticipation()
+		b.hold(web.uid(), "claim-a", epoch)
+		if _, held := b.standIns(step.sets, step.pods, epoch.Add(step.after)); fmt.Sprint(held) != fmt.Sprint(step.want) {
+			t.Errorf("%s: held %v, want %v", step.name, held, step.want)
+		}
+	}
+	for _, step := range []struct {
+		name  string
+		sets  []appsv1.ReplicaSet
+		after time.Duration
+	}{
+		{"past the hold", []appsv1.ReplicaSet{web.set(3)}, anticipationHold},
+		{"the ReplicaSet cannot create pods", []appsv1.ReplicaSet{failing}, time.Minute},
+		{"the ReplicaSet is gone", nil, time.Minute},
+	} {
+		b := newAnticipation()
+		b.hold(web.uid(), "claim-a", epoch)
+		if _, held := b.standIns(step.sets, one, epoch.Add(step.after)); len(held) != 0 {
+			t.Errorf("%s: held %v, want none", step.name, held)
+		}
+		// Once released, a claim is not held again.
+		if _, held := b.standIns([]appsv1.ReplicaSet{web.set(3)}, one, epoch.Add(step.after)); len(held) != 0 {
+			t.Errorf("%s, next pass: held %v, want none", step.name, held)
+		}
 	}
 }

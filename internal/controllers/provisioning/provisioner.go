@@ -358,7 +358,13 @@ func (p *Provisioner) standIns(ctx context.Context, pods []corev1.Pod) []*corev1
 		log.FromContext(ctx).Error(err, "Listing ReplicaSets; provisioning without their replicas not created yet")
 		return nil
 	}
-	return p.anticipation.standIns(sets.Items, pods)
+	standIns, held := p.anticipation.standIns(sets.Items, pods, p.clock.Now())
+	// The claims launched for stand-ins whose replicas are still to come
+	// stay nominated, pass after pass (a pass runs at least every 10 s).
+	for _, claim := range held {
+		p.cluster.NominateNodeForPod(claim, p.opts.NominationWindow())
+	}
+	return standIns
 }
 
 // replicaSetListTimeout bounds a pass's wait for the ReplicaSet list.
@@ -502,11 +508,11 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		if len(pods) > 0 {
 			p.breaker.RecordLaunch(nc.Name, np.Name, pods)
 		}
-		if len(pods) < len(claim.Pods) {
-			// Its stand-ins' replicas may be created long after the window.
-			p.cluster.NominateNodeForPod(nc.Name, max(window, anticipationHold))
-		} else {
-			p.cluster.NominateNodeForPod(nc.Name, window)
+		p.cluster.NominateNodeForPod(nc.Name, window)
+		// Its stand-ins' replicas may be created after the window: later
+		// passes keep it nominated while they are still to come.
+		for _, rs := range standInOwners(claim.Pods) {
+			p.anticipation.hold(rs, nc.Name, p.clock.Now())
 		}
 		planned := make([]types.NamespacedName, 0, len(pods))
 		for _, pod := range pods {
