@@ -116,7 +116,7 @@ func standInOwners(pods []*corev1.Pod) []types.UID {
 // for at most anticipationHold. sets and pods are read, never written.
 func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now time.Time) (standIns []*corev1.Pod, held []string) {
 	active := map[types.UID]int32{}
-	failed := map[types.UID]*corev1.Pod{}
+	marked := map[types.UID]*corev1.Pod{} // a pod the scheduler could not place
 	for i := range pods {
 		pod := &pods[i]
 		ref := metav1.GetControllerOfNoCopy(pod)
@@ -129,16 +129,18 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 			continue
 		}
 		active[ref.UID]++
-		if failed[ref.UID] == nil && podutil.IsProvisionable(pod) {
-			failed[ref.UID] = pod
+		if marked[ref.UID] == nil && podutil.IsProvisionable(pod) {
+			marked[ref.UID] = pod
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	live := make(map[types.UID]bool, len(sets))
 	waiting := make(map[types.UID]bool, len(sets)) // still to create replicas
 	var out []*corev1.Pod
 	for i := range sets {
 		rs := &sets[i]
+		live[rs.UID] = true
 		want := ptr.Deref(rs.Spec.Replicas, 1)
 		if rs.DeletionTimestamp == nil && !replicaFailure(rs) && active[rs.UID] < want {
 			waiting[rs.UID] = true
@@ -146,17 +148,13 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 		if done, ok := a.done[rs.UID]; ok && want < done {
 			a.done[rs.UID] = want // scaled down: a later scale-up is new
 		}
-		model := failed[rs.UID]
+		model := marked[rs.UID]
 		missing := min(int(want-active[rs.UID]), maxStandIns-len(out))
 		if model == nil || missing <= 0 || !waiting[rs.UID] || a.done[rs.UID] >= want {
 			continue
 		}
 		a.done[rs.UID] = want
 		out = append(out, standInsFor(rs, model, missing)...)
-	}
-	live := make(map[types.UID]bool, len(sets))
-	for i := range sets {
-		live[sets[i].UID] = true
 	}
 	maps.DeleteFunc(a.done, func(uid types.UID, _ int32) bool { return !live[uid] })
 	maps.DeleteFunc(a.held, func(uid types.UID, h *holding) bool {

@@ -137,9 +137,6 @@ func (c *PodEventsController) Reconcile(ctx context.Context, req reconcile.Reque
 		}
 		target := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
 		if err := c.kubeClient.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: conflictRetry}, nil
-			}
 			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("stamping lastPodEventTime: %w", err))
 		}
 	}
