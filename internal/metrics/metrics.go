@@ -38,18 +38,13 @@ const (
 	LabelImageID   = "image_id"
 )
 
-// NodeLabels label the per-node metrics as Karpenter's do: the node, its
-// NodePool ("N/A" for nodes Dovetail does not manage), the resource, and
-// well-known node labels in snake case.
-var NodeLabels = []string{"node_name", LabelNodePool, LabelResourceType, "arch", "os", LabelCapacityType, LabelInstanceType, LabelZone}
-
 // Metrics holds every metric a Dovetail process exports.
 type Metrics struct {
 	// Provisioning.
 	SchedulingDuration     *prometheus.HistogramVec
 	SchedulerQueueDepth    *prometheus.GaugeVec
 	UnschedulablePodsCount *prometheus.GaugeVec
-	PodsState              *prometheus.GaugeVec
+	PodsState              *PodStates
 	PodStartupDuration     prometheus.Histogram
 	NodeClaimsCreated      *prometheus.CounterVec
 	NodeClaimsLaunched     *prometheus.CounterVec
@@ -72,14 +67,9 @@ type Metrics struct {
 	CloudProviderErrors          *prometheus.CounterVec
 	ClusterStateNodeCount        prometheus.Gauge
 	ClusterStateSynced           prometheus.Gauge
-	// Per node, by resource_type: what Karpenter's capacity dashboard
-	// queries (see NodeLabels for the labels).
-	NodesAllocatable         *prometheus.GaugeVec
-	NodesTotalPodRequests    *prometheus.GaugeVec
-	NodesTotalPodLimits      *prometheus.GaugeVec
-	NodesTotalDaemonRequests *prometheus.GaugeVec
-	NodesTotalDaemonLimits   *prometheus.GaugeVec
-	NodesSystemOverhead      *prometheus.GaugeVec
+	// Nodes are the per-node gauges, by resource_type, that Karpenter's
+	// capacity dashboard queries (karpenter_nodes_allocatable, ...).
+	Nodes *NodeResources
 	// Dovetail's own: the runaway breaker (internal/runaway).
 	LaunchBackoffs    *prometheus.CounterVec
 	LaunchBlockedPods *prometheus.GaugeVec
@@ -114,8 +104,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Number of pods the last scheduling simulation had to place."}, []string{LabelController}),
 		UnschedulablePodsCount: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "scheduler", Name: "unschedulable_pods_count",
 			Help: "Number of pods the last scheduling simulation could not place on any NodePool."}, []string{LabelController}),
-		PodsState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "pods", Name: "state",
-			Help: "Pod state: 1 for every pod, labelled with where it runs and its phase."}, []string{"name", "namespace", "owner", "node", LabelNodePool, LabelZone, "arch", LabelCapacityType, LabelInstanceType, "phase"}),
+		PodsState: NewPodStates(),
 		PodStartupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "pods", Name: "startup_duration_seconds",
 			Help: "Time from pod creation until the pod is running.", Buckets: durationBuckets}),
 		NodeClaimsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "nodeclaims", Name: "created_total",
@@ -172,18 +161,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time to evaluate a disruption method.", Buckets: durationBuckets}, []string{LabelMethod, LabelConsolidationType}),
 		DisruptionQueueFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "voluntary_disruption", Name: "queue_failures_total",
 			Help: "Disruption commands rolled back (replacement timeout or failure)."}, []string{LabelDecision, LabelReason, LabelConsolidationType}),
-		NodesAllocatable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "allocatable",
-			Help: "Node allocatable, by resource type."}, NodeLabels),
-		NodesTotalPodRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_requests",
-			Help: "Requests of the node's non-DaemonSet pods, by resource type."}, NodeLabels),
-		NodesTotalPodLimits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_pod_limits",
-			Help: "Limits of the node's non-DaemonSet pods, by resource type."}, NodeLabels),
-		NodesTotalDaemonRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_requests",
-			Help: "Requests of the node's DaemonSet pods, by resource type."}, NodeLabels),
-		NodesTotalDaemonLimits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "total_daemon_limits",
-			Help: "Limits of the node's DaemonSet pods, by resource type."}, NodeLabels),
-		NodesSystemOverhead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "nodes", Name: "system_overhead",
-			Help: "Node capacity minus allocatable (kubelet, system reservations and eviction threshold), by resource type."}, NodeLabels),
+		Nodes: NewNodeResources(),
 		LaunchBackoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_backoffs_total",
 			Help: "Launches found unused (a node launched for a pod registered and the pod still waited), each starting or lengthening a backoff for the pod's shape in the NodePool."}, []string{LabelNodePool}),
 		LaunchBlockedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: DovetailNamespace, Subsystem: "provisioner", Name: "launch_blocked_pods",
@@ -215,7 +193,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.NodesCreated, m.NodesTerminated, m.NodesDrained, m.NodeTerminationDuration, m.PodsDrained, m.PodEvictionRequests,
 		m.NodePoolUsage, m.NodePoolLimit, m.CloudProviderDuration, m.CloudProviderErrors, m.ClusterStateNodeCount, m.ClusterStateSynced,
 		m.LaunchBackoffs, m.LaunchBlockedPods,
-		m.NodesAllocatable, m.NodesTotalPodRequests, m.NodesTotalPodLimits, m.NodesTotalDaemonRequests, m.NodesTotalDaemonLimits, m.NodesSystemOverhead,
+		m.Nodes,
 		m.DisruptionDecisions, m.DisruptionDecisionsByNodePool, m.DisruptionEligibleNodes, m.DisruptionAllowed, m.DisruptionFailedValidations,
 		m.DisruptionEvaluationDuration, m.DisruptionQueueFailures, m.ConsolidationTimeouts,
 		m.Consolidation.Score, m.Consolidation.Moves,

@@ -25,8 +25,6 @@ type Controller struct {
 	cluster    *state.Cluster
 	metrics    *metrics.Metrics
 	period     time.Duration
-	// nodes is what the last pass wrote; only the loop touches it.
-	nodes nodeSeries
 }
 
 // NewController returns the cluster-state metrics loop.
@@ -53,7 +51,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		nodes := c.cluster.Nodes()
 		c.metrics.ClusterStateNodeCount.Set(float64(len(nodes)))
-		c.nodes = c.nodes.write(c.metrics, nodes)
+		c.metrics.Nodes.Set(nodeSamples(nodes))
 		synced, err := c.cluster.Synced(ctx, c.kubeClient)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("Checking cluster state sync", "error", err.Error())

@@ -1,9 +1,6 @@
 package cluster
 
 import (
-	"maps"
-
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -13,67 +10,33 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 )
 
-// series is one written sample's gauge and labels.
-type series struct {
-	vec    *prometheus.GaugeVec
-	labels prometheus.Labels
-}
-
-// nodeSeries remembers, per node name, the series the last pass wrote, so
-// that the next pass removes exactly those that no longer hold (a node gone,
-// a label changed, a resource removed) without deleting and re-adding the
-// others, which a scrape in between would see as a gap.
-type nodeSeries map[string][]series
-
-// write sets the per-node gauges from the model's nodes and returns what it
-// wrote, removing the series of the previous pass that it did not write.
-func (last nodeSeries) write(m *metrics.Metrics, nodes []*machine.Machine) nodeSeries {
-	gauges := []struct {
-		vec  *prometheus.GaugeVec
-		list func(nodeUsage) corev1.ResourceList
-	}{
-		{m.NodesAllocatable, func(n nodeUsage) corev1.ResourceList { return n.allocatable }},
-		{m.NodesTotalPodRequests, func(n nodeUsage) corev1.ResourceList { return n.podRequests }},
-		{m.NodesTotalPodLimits, func(n nodeUsage) corev1.ResourceList { return n.podLimits }},
-		{m.NodesTotalDaemonRequests, func(n nodeUsage) corev1.ResourceList { return n.daemonRequests }},
-		{m.NodesTotalDaemonLimits, func(n nodeUsage) corev1.ResourceList { return n.daemonLimits }},
-		{m.NodesSystemOverhead, func(n nodeUsage) corev1.ResourceList { return n.overhead }},
-	}
-	now := nodeSeries{}
+// nodeSamples are the per-node gauges' values for the model's nodes (those
+// with a Node; a claim in flight has nothing to describe yet).
+func nodeSamples(nodes []*machine.Machine) []metrics.NodeSample {
+	samples := make([]metrics.NodeSample, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Node == nil {
-			continue // in flight: no node to describe yet
+			continue
 		}
 		usage := usageOf(n)
-		base := nodeLabels(n.Node)
-		var written []series
-		for _, g := range gauges {
-			for name, q := range g.list(usage) {
-				labels := maps.Clone(base)
-				labels[metrics.LabelResourceType] = resourceTypeLabel(name)
-				g.vec.With(labels).Set(q.AsApproximateFloat64())
-				written = append(written, series{vec: g.vec, labels: labels})
+		sample := metrics.NodeSample{Labels: nodeLabels(n.Node)}
+		for gauge, list := range [...]corev1.ResourceList{
+			metrics.NodeAllocatable:         usage.allocatable,
+			metrics.NodeTotalPodRequests:    usage.podRequests,
+			metrics.NodeTotalPodLimits:      usage.podLimits,
+			metrics.NodeTotalDaemonRequests: usage.daemonRequests,
+			metrics.NodeTotalDaemonLimits:   usage.daemonLimits,
+			metrics.NodeSystemOverhead:      usage.overhead,
+		} {
+			values := make([]metrics.ResourceValue, 0, len(list))
+			for name, q := range list {
+				values = append(values, metrics.ResourceValue{Type: resourceTypeLabel(name), Value: q.AsApproximateFloat64()})
 			}
+			sample.Values[gauge] = values
 		}
-		now[n.Node.Name] = written
+		samples = append(samples, sample)
 	}
-	for name, old := range last {
-		for _, s := range old {
-			if !contains(now[name], s) {
-				s.vec.Delete(s.labels)
-			}
-		}
-	}
-	return now
-}
-
-func contains(list []series, s series) bool {
-	for _, x := range list {
-		if x.vec == s.vec && maps.Equal(x.labels, s.labels) {
-			return true
-		}
-	}
-	return false
+	return samples
 }
 
 // nodeUsage is what one node offers and what its pods ask for.
@@ -118,20 +81,20 @@ func add(into, list corev1.ResourceList) {
 }
 
 // nodeLabels are the per-node metric labels without resource_type.
-func nodeLabels(node *corev1.Node) prometheus.Labels {
+func nodeLabels(node *corev1.Node) metrics.NodeLabelValues {
 	pool := node.Labels[v1.NodePoolLabelKey]
 	if pool == "" {
 		pool = "N/A"
 	}
-	return prometheus.Labels{
-		"node_name":               node.Name,
-		metrics.LabelNodePool:     pool,
-		"arch":                    node.Labels[corev1.LabelArchStable],
-		"os":                      node.Labels[corev1.LabelOSStable],
-		metrics.LabelCapacityType: node.Labels[v1.CapacityTypeLabelKey],
-		metrics.LabelInstanceType: node.Labels[corev1.LabelInstanceTypeStable],
-		metrics.LabelZone:         node.Labels[corev1.LabelTopologyZone],
-	}
+	var labels metrics.NodeLabelValues
+	labels[metrics.NodeLabelName] = node.Name
+	labels[metrics.NodeLabelNodePool] = pool
+	labels[metrics.NodeLabelArch] = node.Labels[corev1.LabelArchStable]
+	labels[metrics.NodeLabelOS] = node.Labels[corev1.LabelOSStable]
+	labels[metrics.NodeLabelCapacityType] = node.Labels[v1.CapacityTypeLabelKey]
+	labels[metrics.NodeLabelInstanceType] = node.Labels[corev1.LabelInstanceTypeStable]
+	labels[metrics.NodeLabelZone] = node.Labels[corev1.LabelTopologyZone]
+	return labels
 }
 
 // resourceTypeLabel names a resource as Karpenter's metrics do: cpu,

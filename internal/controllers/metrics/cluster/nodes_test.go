@@ -39,53 +39,79 @@ func podWith(cpu string, daemon bool) *corev1.Pod {
 	return p
 }
 
+// gauge gathers reg and returns the series of the named metric, keyed by
+// their node_name and resource_type labels ("a/cpu").
+func gauge(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	out := map[string]float64{}
+	for _, family := range families {
+		if family.GetName() != name {
+			continue
+		}
+		for _, metric := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, pair := range metric.GetLabel() {
+				labels[pair.GetName()] = pair.GetValue()
+			}
+			out[labels["node_name"]+"/"+labels["resource_type"]] = metric.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
 // TestNodeMetrics writes two passes: the gauges Karpenter's capacity
 // dashboard reads are set with its label names, DaemonSet pods are counted
 // apart, unmanaged nodes are in nodepool N/A, and a node that went away
 // leaves no series behind.
 func TestNodeMetrics(t *testing.T) {
-	m, err := metrics.New(prometheus.NewRegistry())
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	managed := &machine.Machine{Node: node("a", "default"), NodeClaim: &v1.NodeClaim{}, Pods: []*corev1.Pod{podWith("500m", false), podWith("250m", false), podWith("100m", true)}}
 	unmanaged := &machine.Machine{Node: node("b", "")}
 	inFlight := &machine.Machine{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}}
-	written := nodeSeries{}.write(m, []*machine.Machine{managed, unmanaged, inFlight})
+	m.Nodes.Set(nodeSamples([]*machine.Machine{managed, unmanaged, inFlight}))
 
-	labels := prometheus.Labels{"node_name": "a", "nodepool": "default", "resource_type": "cpu", "arch": "arm64", "os": "linux",
-		"capacity_type": "spot", "instance_type": "c6g.large", "zone": "us-east-1a"}
-	for name, tc := range map[string]struct {
-		vec  *prometheus.GaugeVec
-		want float64
-	}{
-		"allocatable":     {m.NodesAllocatable, 1.93},
-		"pod requests":    {m.NodesTotalPodRequests, 0.75},
-		"pod limits":      {m.NodesTotalPodLimits, 0.75},
-		"daemon requests": {m.NodesTotalDaemonRequests, 0.1},
-		"daemon limits":   {m.NodesTotalDaemonLimits, 0.1},
-		"system overhead": {m.NodesSystemOverhead, 0.07},
+	for name, want := range map[string]float64{
+		"karpenter_nodes_allocatable":           1.93,
+		"karpenter_nodes_total_pod_requests":    0.75,
+		"karpenter_nodes_total_pod_limits":      0.75,
+		"karpenter_nodes_total_daemon_requests": 0.1,
+		"karpenter_nodes_total_daemon_limits":   0.1,
+		"karpenter_nodes_system_overhead":       0.07,
 	} {
-		if got := testutil.ToFloat64(tc.vec.With(labels)); got < tc.want-1e-9 || got > tc.want+1e-9 {
-			t.Errorf("%s = %v, want %v", name, got, tc.want)
+		if got, ok := gauge(t, reg, name)["a/cpu"]; !ok || got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("%s of a's cpu = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
-	unmanagedLabels := prometheus.Labels{"node_name": "b", "nodepool": "N/A", "resource_type": "memory", "arch": "arm64", "os": "linux",
-		"capacity_type": "spot", "instance_type": "c6g.large", "zone": "us-east-1a"}
-	if got := testutil.ToFloat64(m.NodesAllocatable.With(unmanagedLabels)); got != 3*1024*1024*1024 {
-		t.Errorf("unmanaged node's allocatable memory = %v, want 3Gi", got)
+	const allocatable = `
+# HELP karpenter_nodes_allocatable Node allocatable, by resource type.
+# TYPE karpenter_nodes_allocatable gauge
+karpenter_nodes_allocatable{arch="arm64",capacity_type="spot",instance_type="c6g.large",node_name="a",nodepool="default",os="linux",resource_type="cpu",zone="us-east-1a"} 1.93
+karpenter_nodes_allocatable{arch="arm64",capacity_type="spot",instance_type="c6g.large",node_name="a",nodepool="default",os="linux",resource_type="memory",zone="us-east-1a"} 3.221225472e+09
+karpenter_nodes_allocatable{arch="arm64",capacity_type="spot",instance_type="c6g.large",node_name="b",nodepool="N/A",os="linux",resource_type="cpu",zone="us-east-1a"} 1.93
+karpenter_nodes_allocatable{arch="arm64",capacity_type="spot",instance_type="c6g.large",node_name="b",nodepool="N/A",os="linux",resource_type="memory",zone="us-east-1a"} 3.221225472e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(allocatable), "karpenter_nodes_allocatable"); err != nil {
+		t.Errorf("allocatable series (cpu and memory of a and b; none for the in-flight claim): %v", err)
 	}
-	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 4 {
-		t.Errorf("%d allocatable series, want 4 (cpu and memory of a and b; none for the in-flight claim)", n)
+	if got := gauge(t, reg, "karpenter_nodes_total_pod_requests"); len(got) != 1 {
+		t.Errorf("pod requests series %v, want a's cpu only (b has no pods)", got)
 	}
 
 	// b goes away; a's pods leave.
 	managed.Pods = nil
-	nodeSeries(written).write(m, []*machine.Machine{managed})
-	if n := testutil.CollectAndCount(m.NodesAllocatable); n != 2 {
-		t.Errorf("%d allocatable series after b left, want 2", n)
+	m.Nodes.Set(nodeSamples([]*machine.Machine{managed}))
+	if got := gauge(t, reg, "karpenter_nodes_allocatable"); len(got) != 2 {
+		t.Errorf("allocatable series after b left: %v, want a's cpu and memory", got)
 	}
-	if err := testutil.CollectAndCompare(m.NodesTotalPodRequests, strings.NewReader("")); err != nil {
-		t.Errorf("pod requests of a node without pods: %v", err)
+	if got := gauge(t, reg, "karpenter_nodes_total_pod_requests"); len(got) != 0 {
+		t.Errorf("pod requests of a node without pods: %v, want none", got)
 	}
 }

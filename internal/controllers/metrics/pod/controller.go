@@ -28,35 +28,12 @@ type Controller struct {
 	metrics    *metrics.Metrics
 
 	mu      sync.Mutex
-	series  map[types.NamespacedName]seriesLabels // the series each pod has now
-	started map[types.NamespacedName]types.UID    // pods whose startup was observed
+	started map[types.NamespacedName]types.UID // pods whose startup was observed
 }
-
-// seriesLabels are the label values of a pod's karpenter_pods_state series,
-// in the order of the gauge's label names. A fixed array, not a
-// prometheus.Labels map: one is kept per pod, and at 10,000 pods the pod
-// metrics' per-pod state was about a tenth of the controller's live heap.
-type seriesLabels [labelCount]string
-
-// Positions in seriesLabels: the order of the gauge's label names
-// (metrics.New, PodsState).
-const (
-	labelName = iota
-	labelNamespace
-	labelOwner
-	labelNode
-	labelNodePool
-	labelZone
-	labelArch
-	labelCapacityType
-	labelInstanceType
-	labelPhase
-	labelCount // how many labels
-)
 
 // NewController returns the pod metrics controller.
 func NewController(kubeClient client.Client, m *metrics.Metrics) *Controller {
-	return &Controller{kubeClient: kubeClient, metrics: m, series: map[types.NamespacedName]seriesLabels{}, started: map[types.NamespacedName]types.UID{}}
+	return &Controller{kubeClient: kubeClient, metrics: m, started: map[types.NamespacedName]types.UID{}}
 }
 
 // Name identifies the controller.
@@ -74,27 +51,21 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading pod: %w", err)
 	}
-	labels := seriesLabels{labelName: pod.Name, labelNamespace: pod.Namespace, labelOwner: owner(pod), labelNode: pod.Spec.NodeName,
-		labelPhase: string(pod.Status.Phase)}
+	labels := metrics.PodStateLabels{metrics.PodStateName: pod.Name, metrics.PodStateNamespace: pod.Namespace, metrics.PodStateOwner: owner(pod),
+		metrics.PodStateNode: pod.Spec.NodeName, metrics.PodStatePhase: string(pod.Status.Phase)}
 	if pod.Spec.NodeName != "" {
 		node := &corev1.Node{}
 		if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node, client.UnsafeDisableDeepCopy); err == nil {
-			labels[labelNodePool] = node.Labels[v1.NodePoolLabelKey]
-			labels[labelZone] = node.Labels[corev1.LabelTopologyZone]
-			labels[labelArch] = node.Labels[corev1.LabelArchStable]
-			labels[labelCapacityType] = node.Labels[v1.CapacityTypeLabelKey]
-			labels[labelInstanceType] = node.Labels[corev1.LabelInstanceTypeStable]
+			labels[metrics.PodStateNodePool] = node.Labels[v1.NodePoolLabelKey]
+			labels[metrics.PodStateZone] = node.Labels[corev1.LabelTopologyZone]
+			labels[metrics.PodStateArch] = node.Labels[corev1.LabelArchStable]
+			labels[metrics.PodStateCapacityType] = node.Labels[v1.CapacityTypeLabelKey]
+			labels[metrics.PodStateInstanceType] = node.Labels[corev1.LabelInstanceTypeStable]
 		}
 	}
+	c.metrics.PodsState.Set(req.NamespacedName, labels)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.series[req.NamespacedName]; !ok || old != labels {
-		if ok {
-			c.metrics.PodsState.DeleteLabelValues(old[:]...)
-		}
-		c.metrics.PodsState.WithLabelValues(labels[:]...).Set(1)
-		c.series[req.NamespacedName] = labels
-	}
 	if pod.Status.Phase == corev1.PodRunning && c.started[req.NamespacedName] != pod.UID {
 		if at, ok := runningSince(pod); ok {
 			c.metrics.PodStartupDuration.Observe(at.Sub(pod.CreationTimestamp.Time).Seconds())
@@ -105,12 +76,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (c *Controller) forget(key types.NamespacedName) {
+	c.metrics.PodsState.Delete(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.series[key]; ok {
-		c.metrics.PodsState.DeleteLabelValues(old[:]...)
-		delete(c.series, key)
-	}
 	delete(c.started, key)
 }
 
