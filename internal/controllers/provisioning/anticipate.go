@@ -108,6 +108,22 @@ func standInOwners(pods []*corev1.Pod) []types.UID {
 	return out
 }
 
+// heldFor are the ReplicaSets among anticipated (by UID) that own one of
+// pods, a stand-in or a real replica. A plan sized for a ReplicaSet's
+// missing replicas holds every claim that has any of its replicas, not
+// only those with stand-ins: the kube-scheduler binds a real replica onto
+// whichever of them has room first, so the claim planned for it may be
+// the one left empty for the replicas to come.
+func heldFor(pods []*corev1.Pod, anticipated map[types.UID]bool) []types.UID {
+	var out []types.UID
+	for _, pod := range pods {
+		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && anticipated[ref.UID] && !slices.Contains(out, ref.UID) {
+			out = append(out, ref.UID)
+		}
+	}
+	return out
+}
+
 // standIns returns stand-ins for the replicas not created yet of each
 // ReplicaSet that has a pod the kube-scheduler marked unschedulable (and
 // not nominated), unless the same replica count was anticipated before;

@@ -253,3 +253,28 @@ func TestHeldClaims(t *testing.T) {
 		}
 	}
 }
+
+func TestHeldFor(t *testing.T) {
+	web, api := rsFixture{"web"}, rsFixture{"api"}
+	webPod, apiPod := web.pod(0, true), api.pod(0, true)
+	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{webPod}, epoch)
+	orphan := webPod.DeepCopy()
+	orphan.OwnerReferences = nil
+	anticipated := map[types.UID]bool{web.uid(): true}
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want []types.UID
+	}{
+		{"a stand-in", standIns[:1], []types.UID{web.uid()}},
+		{"a real replica of the anticipated ReplicaSet", []*corev1.Pod{&webPod}, []types.UID{web.uid()}},
+		{"both, once", []*corev1.Pod{&webPod, standIns[0], standIns[1]}, []types.UID{web.uid()}},
+		{"another ReplicaSet's pod", []*corev1.Pod{&apiPod}, nil},
+		{"a pod with no owner", []*corev1.Pod{orphan}, nil},
+		{"no pods", nil, nil},
+	} {
+		if got := heldFor(tc.pods, anticipated); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: heldFor = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

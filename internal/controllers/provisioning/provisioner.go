@@ -490,6 +490,12 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		p.recorder.Publish(failedSchedulingEvent(u.Pod, u.Reason))
 	}
 	claims := p.admit(ctx, plan.NewNodeClaims, pools)
+	anticipated := map[types.UID]bool{}
+	for _, claim := range claims {
+		for _, rs := range standInOwners(claim.Pods) {
+			anticipated[rs] = true
+		}
+	}
 	errs := make([]error, len(claims))
 	// Up to launchWorkers at once (the client's rate limiter paces them):
 	// ten at a time took 12 s for a 5,000-pod plan's 334 claims on a busy
@@ -509,9 +515,10 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 			p.breaker.RecordLaunch(nc.Name, np.Name, pods)
 		}
 		p.cluster.NominateNodeForPod(nc.Name, window)
-		// Its stand-ins' replicas may be created after the window: later
-		// passes keep it nominated while they are still to come.
-		for _, rs := range standInOwners(claim.Pods) {
+		// The replicas of a ReplicaSet this plan anticipated may be
+		// created after the window: later passes keep every claim with
+		// one of them nominated while they are still to come.
+		for _, rs := range heldFor(claim.Pods, anticipated) {
 			p.anticipation.hold(rs, nc.Name, p.clock.Now())
 		}
 		planned := make([]types.NamespacedName, 0, len(pods))

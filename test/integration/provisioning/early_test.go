@@ -234,3 +234,67 @@ func expectStandInsUnrecorded(t *testing.T, h *harness, ns string) {
 		}
 	}
 }
+
+// TestEveryClaimOfAnAnticipatedReplicaSetIsHeld: a ReplicaSet of 4 has made
+// 2 pods of 5 cpu (one node each); the first pass launches 4 NodeClaims,
+// two planned for the pods and two for stand-ins. The kube-scheduler may
+// bind the real pods anywhere (here, to a node Dovetail did not launch),
+// leaving the claims planned for them empty; while the other replicas are
+// still to come, every one of the 4 stays nominated (kept from
+// consolidation), not only those launched for stand-ins. In a 10,000-pod
+// scale-out, consolidation removed 10 such claims and their replicas
+// waited 2 minutes for new ones.
+func TestEveryClaimOfAnAnticipatedReplicaSetIsHeld(t *testing.T) {
+	opts := provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: time.Second, EarlyProvisioning: true}
+	h := newHarnessWithOptions(t, opts, instanceTypes()...)
+	ctx := context.Background()
+	ns := testEnv.Namespace(t)
+	testEnv.CreateReadyNodePool(t, dtesting.MakeNodePool("default").Obj())
+	web := replicaSetOf(t, ns, "web", 4)
+	testEnv.CreatePendingPod(t, replica(ns, web, 0, "5"))
+	testEnv.CreatePendingPod(t, replica(ns, web, 1, "5"))
+	h.waitForPods(t, ns, 2)
+	h.provision(t)
+	launched := time.Now()
+	if claims := h.claims(t); len(claims) != 4 {
+		t.Fatalf("%d NodeClaims, want 4 (one per 5-cpu replica, 2 of them for stand-ins)", len(claims))
+	}
+	for i := range 2 {
+		pod := replica(ns, web, i, "5")
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod.Name},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "not-launched-by-dovetail"}}
+		if err := testEnv.Client.SubResource("binding").Create(ctx, pod, binding); err != nil {
+			t.Fatalf("binding %s: %v", pod.Name, err)
+		}
+	}
+	env.Eventually(t, 30*time.Second, "the nomination window of the first pass to pass, with both pods bound", func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := h.client.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, pod := range pods.Items {
+			if pod.Spec.NodeName == "" {
+				return false, nil
+			}
+		}
+		return time.Since(launched) > opts.NominationWindow(), nil
+	})
+	h.provision(t)
+	if claims := h.claims(t); len(claims) != 4 {
+		t.Fatalf("%d NodeClaims after the second pass, want the same 4", len(claims))
+	}
+	held := 0
+	for _, n := range h.cluster.Nodes() {
+		if n.NodeClaim == nil {
+			continue
+		}
+		if time.Until(n.NominatedUntil) <= 0 {
+			t.Errorf("NodeClaim %s (%v cpu) is no longer nominated while 2 replicas are still to come", n.NodeClaim.Name, n.NodeClaim.Spec.Resources.Requests.Cpu())
+			continue
+		}
+		held++
+	}
+	if held != 4 {
+		t.Errorf("%d NodeClaims held, want 4", held)
+	}
+}
