@@ -38,10 +38,12 @@ func IsAnticipated(pod *corev1.Pod) bool {
 const maxStandIns = 10000
 
 // anticipationHold is how long, at most, the NodeClaims launched for a
-// ReplicaSet's stand-ins stay nominated (kept from disruption) while its
-// replicas are still to be created: the kube-controller-manager took 100 s
-// to create 10,000 replicas on the local control plane, longer than the
-// provisioner's nomination window. Once every replica exists, the claims
+// ReplicaSet's replicas, real or stand-in, stay nominated (kept from
+// disruption) while its replicas are still to be created or bound: the
+// kube-controller-manager took 100 s to create 10,000 replicas on the local
+// control plane and the kube-scheduler another 30-60 s to bind the last,
+// longer than the provisioner's nomination window; until then the claims
+// look under-used to consolidation. Once every replica is bound, the claims
 // keep only the window, so drift and expiration are not held up.
 const anticipationHold = 5 * time.Minute
 
@@ -67,7 +69,8 @@ type anticipation struct {
 	// done is, per ReplicaSet UID, the replica count last anticipated.
 	done map[types.UID]int32
 	// held is, per ReplicaSet UID, the NodeClaims launched for its
-	// stand-ins, kept nominated while its replicas are still to come.
+	// replicas with its stand-ins, kept nominated while its replicas are
+	// still to be created or bound.
 	held map[types.UID]*holding
 }
 
@@ -127,11 +130,12 @@ func heldFor(pods []*corev1.Pod, anticipated map[types.UID]bool) []types.UID {
 // standIns returns stand-ins for the replicas not created yet of each
 // ReplicaSet that has a pod the kube-scheduler marked unschedulable (and
 // not nominated), unless the same replica count was anticipated before;
-// at most maxStandIns in all. It also returns the NodeClaims still held
-// for stand-ins: those of ReplicaSets whose replicas are still to come,
+// at most maxStandIns in all. It also returns the NodeClaims still held:
+// those of ReplicaSets whose replicas are still to be created or bound,
 // for at most anticipationHold. sets and pods are read, never written.
 func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now time.Time) (standIns []*corev1.Pod, held []string) {
 	active := map[types.UID]int32{}
+	unbound := map[types.UID]int32{}      // active pods not bound to a node yet
 	marked := map[types.UID]*corev1.Pod{} // a pod the scheduler could not place
 	for i := range pods {
 		pod := &pods[i]
@@ -145,6 +149,9 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 			continue
 		}
 		active[ref.UID]++
+		if pod.Spec.NodeName == "" {
+			unbound[ref.UID]++
+		}
 		if marked[ref.UID] == nil && podutil.IsProvisionable(pod) {
 			marked[ref.UID] = pod
 		}
@@ -153,13 +160,15 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 	defer a.mu.Unlock()
 	live := make(map[types.UID]bool, len(sets))
 	waiting := make(map[types.UID]bool, len(sets)) // still to create replicas
+	landing := make(map[types.UID]bool, len(sets)) // or to bind some
 	var out []*corev1.Pod
 	for i := range sets {
 		rs := &sets[i]
 		live[rs.UID] = true
 		want := ptr.Deref(rs.Spec.Replicas, 1)
-		if rs.DeletionTimestamp == nil && !replicaFailure(rs) && active[rs.UID] < want {
-			waiting[rs.UID] = true
+		if rs.DeletionTimestamp == nil && !replicaFailure(rs) {
+			waiting[rs.UID] = active[rs.UID] < want
+			landing[rs.UID] = waiting[rs.UID] || unbound[rs.UID] > 0
 		}
 		if done, ok := a.done[rs.UID]; ok && want < done {
 			a.done[rs.UID] = want // scaled down: a later scale-up is new
@@ -174,7 +183,7 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 	}
 	maps.DeleteFunc(a.done, func(uid types.UID, _ int32) bool { return !live[uid] })
 	maps.DeleteFunc(a.held, func(uid types.UID, h *holding) bool {
-		return !waiting[uid] || now.Sub(h.since) >= anticipationHold
+		return !landing[uid] || now.Sub(h.since) >= anticipationHold
 	})
 	for _, h := range a.held {
 		held = append(held, h.claims...)

@@ -49,6 +49,12 @@ func (f rsFixture) pod(i int, marked bool) corev1.Pod {
 	return pod
 }
 
+// bound is pod bound to a node.
+func bound(pod corev1.Pod) corev1.Pod {
+	pod.Spec.NodeName = "node-a"
+	return pod
+}
+
 // TestStandIns: which ReplicaSets get stand-ins for their missing
 // replicas, and how many.
 func TestStandIns(t *testing.T) {
@@ -225,7 +231,8 @@ func TestHeldClaims(t *testing.T) {
 	}{
 		{"replicas still to come", []appsv1.ReplicaSet{web.set(3)}, one, time.Minute, []string{"claim-a"}},
 		{"near the limit", []appsv1.ReplicaSet{web.set(3)}, one, anticipationHold - time.Second, []string{"claim-a"}},
-		{"all replicas exist", []appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{web.pod(0, true), web.pod(1, false), web.pod(2, false)}, time.Minute, nil},
+		{"all replicas exist, not all bound", []appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{web.pod(0, true), bound(web.pod(1, false)), bound(web.pod(2, false))}, time.Minute, []string{"claim-a"}},
+		{"all replicas exist and are bound", []appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{bound(web.pod(0, false)), bound(web.pod(1, false)), bound(web.pod(2, false))}, time.Minute, nil},
 	} {
 		b := newAnticipation()
 		b.hold(web.uid(), "claim-a", epoch)

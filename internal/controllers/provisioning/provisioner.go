@@ -359,8 +359,9 @@ func (p *Provisioner) standIns(ctx context.Context, pods []corev1.Pod) []*corev1
 		return nil
 	}
 	standIns, held := p.anticipation.standIns(sets.Items, pods, p.clock.Now())
-	// The claims launched for stand-ins whose replicas are still to come
-	// stay nominated, pass after pass (a pass runs at least every 10 s).
+	// The claims launched for a ReplicaSet's replicas with its stand-ins
+	// stay nominated while its replicas are still to be created or bound,
+	// pass after pass (a pass runs at least every 10 s).
 	for _, claim := range held {
 		p.cluster.NominateNodeForPod(claim, p.opts.NominationWindow())
 	}
@@ -516,8 +517,8 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 		}
 		p.cluster.NominateNodeForPod(nc.Name, window)
 		// The replicas of a ReplicaSet this plan anticipated may be
-		// created after the window: later passes keep every claim with
-		// one of them nominated while they are still to come.
+		// created and bound after the window: later passes keep every
+		// claim with one of them nominated until they are.
 		for _, rs := range heldFor(claim.Pods, anticipated) {
 			p.anticipation.hold(rs, nc.Name, p.clock.Now())
 		}
