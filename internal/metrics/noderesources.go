@@ -46,8 +46,8 @@ const (
 
 // NodeLabels label the per-node metrics as Karpenter's do: the node, its
 // NodePool ("N/A" for nodes Dovetail does not manage), the resource, and
-// well-known node labels in snake case. The order is the series' label
-// order.
+// well-known node labels in snake case. The order is that of the label
+// values a sample gives (the exposition sorts labels by name).
 var NodeLabels = []string{"node_name", LabelNodePool, "arch", "os", LabelCapacityType, LabelInstanceType, LabelZone, LabelResourceType}
 
 // NodeLabelValues are a node's label values, indexed by the NodeLabel*
@@ -57,12 +57,14 @@ type NodeLabelValues [nodeLabelCount]string
 // ResourceValue is one resource's value in a per-node gauge.
 type ResourceValue struct {
 	// Type is the resource_type label: the resource's name in snake case.
-	Type  string
+	Type string
+	// Value is the gauge's value for that resource.
 	Value float64
 }
 
 // NodeSample is one node's values of every per-node gauge.
 type NodeSample struct {
+	// Labels are the node's label values.
 	Labels NodeLabelValues
 	// Values are each gauge's values, indexed by NodeGauge; a resource
 	// without a value has no series.

@@ -1,8 +1,10 @@
 package operator
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,5 +27,28 @@ func TestProfilingIsServedOnlyWhenEnabled(t *testing.T) {
 				t.Errorf("profiling %v: GET %s = %d, want %d", profiling, path, rec.Code, want)
 			}
 		}
+	}
+}
+
+// failingCollector sends one metric that cannot be encoded.
+type failingCollector struct{ desc *prometheus.Desc }
+
+func (f failingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+func (f failingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(f.desc, errors.New("broken"))
+}
+
+// TestAFailingCollectorLeavesTheOthersServed: one collector's error costs
+// only its own series; /metrics still answers 200 with every other metric.
+func TestAFailingCollectorLeavesTheOthersServed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(failingCollector{prometheus.NewDesc("test_broken", "A collector that fails.", nil, nil)})
+	up := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_up", Help: "A healthy gauge."})
+	up.Set(1)
+	reg.MustRegister(up)
+	rec := httptest.NewRecorder()
+	(&metricsServer{gatherers: prometheus.Gatherers{reg}}).handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "test_up 1") {
+		t.Errorf("GET /metrics = %d with body %q, want 200 with test_up", rec.Code, rec.Body.String())
 	}
 }

@@ -272,10 +272,21 @@ func (s *metricsServer) Start(ctx context.Context) error {
 	}
 }
 
+// scrapeErrorLog logs what a scrape of /metrics could not collect.
+type scrapeErrorLog struct{ logger logr.Logger }
+
+// Println logs one error of a scrape.
+func (l scrapeErrorLog) Println(v ...any) {
+	l.logger.Error(errors.New(fmt.Sprint(v...)), "Serving metrics: a collector failed; its series are left out")
+}
+
 // handler serves /metrics and, with profiling, /debug/pprof/.
 func (s *metricsServer) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherers, promhttp.HandlerOpts{}))
+	// A collector that fails serves the other metrics, not an HTTP 500
+	// that would blank every dashboard.
+	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherers, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError, ErrorLog: scrapeErrorLog{ctrl.Log.WithName("metrics")}}))
 	if s.profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

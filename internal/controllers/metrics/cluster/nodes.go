@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -28,15 +30,29 @@ func nodeSamples(nodes []*machine.Machine) []metrics.NodeSample {
 			metrics.NodeTotalDaemonLimits:   usage.daemonLimits,
 			metrics.NodeSystemOverhead:      usage.overhead,
 		} {
-			values := make([]metrics.ResourceValue, 0, len(list))
-			for name, q := range list {
-				values = append(values, metrics.ResourceValue{Type: resourceTypeLabel(name), Value: q.AsApproximateFloat64()})
-			}
-			sample.Values[gauge] = values
+			sample.Values[gauge] = resourceValues(list)
 		}
 		samples = append(samples, sample)
 	}
 	return samples
+}
+
+// resourceValues are a resource list's values by resource_type label. Two
+// resources whose names differ only in '-', '.' or '/' share a label; their
+// values are summed into one series, since a scrape must not carry the
+// same series twice.
+func resourceValues(list corev1.ResourceList) []metrics.ResourceValue {
+	values := make([]metrics.ResourceValue, 0, len(list))
+	for name, q := range list {
+		label := resourceTypeLabel(name)
+		i := slices.IndexFunc(values, func(v metrics.ResourceValue) bool { return v.Type == label })
+		if i < 0 {
+			values = append(values, metrics.ResourceValue{Type: label})
+			i = len(values) - 1
+		}
+		values[i].Value += q.AsApproximateFloat64()
+	}
+	return values
 }
 
 // nodeUsage is what one node offers and what its pods ask for.

@@ -115,3 +115,22 @@ karpenter_nodes_allocatable{arch="arm64",capacity_type="spot",instance_type="c6g
 		t.Errorf("pod requests of a node without pods: %v, want none", got)
 	}
 }
+
+// TestResourcesSharingALabelAreOneSeries: two extended resources whose
+// names differ only in '-' and '.' map to one resource_type; their values
+// are summed into one series, so a scrape never carries a series twice
+// (the registry would reject the whole metric).
+func TestResourcesSharingALabelAreOneSeries(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := node("a", "default")
+	n.Status.Allocatable["example.com/gpu-a"] = resource.MustParse("2")
+	n.Status.Allocatable["example.com/gpu.a"] = resource.MustParse("3")
+	m.Nodes.Set(nodeSamples([]*machine.Machine{{Node: n, NodeClaim: &v1.NodeClaim{}}}))
+	if got := gauge(t, reg, "karpenter_nodes_allocatable")["a/example_com_gpu_a"]; got != 5 {
+		t.Errorf("allocatable example_com_gpu_a = %v, want 5 (2 + 3)", got)
+	}
+}
