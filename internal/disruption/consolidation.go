@@ -109,7 +109,7 @@ func (p *pass) consolidationWith(cands []*Candidate, method Method, maxClaims in
 	if sim.failed != "" {
 		return nil, noCheaperMessage + ": " + sim.failed
 	}
-	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price, Plan: sim.plan}
+	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price, Plan: sim.plan, AvoidedNodes: avoid}
 	switch n := len(sim.replacements); {
 	case n == 0:
 		return cmd, ""

@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -199,5 +200,53 @@ func TestRepackKeepsOffTheNextCandidates(t *testing.T) {
 	t.Logf("converged at %.3fx the fresh plan in %d commands, %d evictions (fewest %d): %.3f", cost, r.commands, r.evictions, r.fewest, evictions)
 	if cost > 1.06 || evictions > 1.2 {
 		t.Errorf("converged at %.3fx the fresh plan with %.3f evictions per pod that had to move; want at most 1.06x and 1.2", cost, evictions)
+	}
+}
+
+// TestValidateRepacksAgainstTheSameNodes: a re-pack with the gate keeps off
+// the next candidates of its pass. If those nodes stop being candidates
+// before validation (here: pods are nominated to them), validation still
+// simulates the re-pack without them, and reaches the same decision, rather
+// than moving the pods onto them and calling the decision changed.
+func TestValidateRepacksAgainstTheSameNodes(t *testing.T) {
+	in := scaledDown(benchInput(100), 3)
+	in.NodePools[0].NodePool.Spec.Disruption.Budgets = []v1.Budget{budget("10%")}
+	opts := disruption.Options{Clock: clock.RealClock{}, MultiNodeReplacements: true}
+	var cmd *disruption.Command
+	for pass := 0; pass < 100; pass++ {
+		cmd = disruption.Decide(in, opts).Command
+		if cmd == nil || len(cmd.AvoidedNodes) > 0 {
+			break
+		}
+		in = apply(in, cmd, pass)
+	}
+	if cmd == nil || len(cmd.AvoidedNodes) == 0 {
+		t.Fatal("no re-pack kept off other nodes: the check needs one")
+	}
+	avoided := map[string]bool{}
+	for _, name := range cmd.AvoidedNodes {
+		avoided[name] = true
+	}
+	later := in
+	later.Nodes = nil
+	for _, n := range in.Nodes {
+		if avoided[n.Name()] {
+			cp := *n
+			cp.NominatedUntil = in.Now.Add(time.Hour)
+			n = &cp
+		}
+		later.Nodes = append(later.Nodes, n)
+	}
+	got, err := disruption.Validate(cmd, later, opts)
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if got.Decision() != cmd.Decision() || len(got.Replacements) != len(cmd.Replacements) {
+		t.Errorf("validated %s with %d replacements, decided %s with %d", got.Decision(), len(got.Replacements), cmd.Decision(), len(cmd.Replacements))
+	}
+	for _, p := range got.Plan.Placements {
+		if avoided[p.Node] {
+			t.Errorf("validation moves pod %s onto %s, which the decision kept off", p.Pod.Name, p.Node)
+		}
 	}
 }

@@ -219,6 +219,12 @@ type Command struct {
 	// without replacements although it has pods to move (they fit nowhere
 	// the simulation could find); "" otherwise.
 	NoReplacement string
+	// AvoidedNodes are the nodes the simulation gave no new pod to: a
+	// re-pack with MultiNodeReplacements keeps off the other nodes
+	// consolidation could take next. Validate simulates the same way, so
+	// that a node that stopped being a candidate in between does not turn
+	// the decision into another one.
+	AvoidedNodes []string
 }
 
 // Decision says whether the command deletes or replaces.

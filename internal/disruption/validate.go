@@ -99,7 +99,16 @@ func Validate(cmd *Command, in Input, opts Options) (*Command, error) {
 		}
 		return out, nil
 	}
-	out, why := p.computeConsolidation(kept, cmd.Method)
+	var out *Command
+	var why string
+	if len(cmd.AvoidedNodes) > 0 && len(kept) > 2 {
+		// The re-pack kept off the other candidates of its pass: simulate
+		// it against the same nodes (those gone since are ignored).
+		out, why = p.consolidationWith(kept, cmd.Method, len(kept)-1, cmd.AvoidedNodes)
+	}
+	if out == nil {
+		out, why = p.computeConsolidation(kept, cmd.Method)
+	}
 	if out == nil {
 		return nil, &ValidationError{Kind: ValidationScheduling, Message: why}
 	}
