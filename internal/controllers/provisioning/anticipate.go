@@ -74,7 +74,8 @@ type anticipation struct {
 	held map[types.UID]*holding
 }
 
-// holding is the NodeClaims launched for one ReplicaSet's stand-ins.
+// holding is the NodeClaims of the plan that anticipated one ReplicaSet
+// that hold one of its replicas, stand-in or real.
 type holding struct {
 	claims []string
 	since  time.Time
@@ -84,8 +85,8 @@ func newAnticipation() *anticipation {
 	return &anticipation{done: map[types.UID]int32{}, held: map[types.UID]*holding{}}
 }
 
-// hold records that claim was launched for stand-ins of the ReplicaSet
-// with that UID.
+// hold records that claim was launched, in a plan that anticipated the
+// ReplicaSet with that UID, for one of its replicas (stand-in or real).
 func (a *anticipation) hold(rs types.UID, claim string, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -188,7 +189,9 @@ func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now
 	for _, h := range a.held {
 		held = append(held, h.claims...)
 	}
-	return out, held
+	// A claim with replicas of two anticipated ReplicaSets is held by both.
+	slices.Sort(held)
+	return out, slices.Compact(held)
 }
 
 // standInsFor returns n stand-ins copied from model, a pod of rs: the same

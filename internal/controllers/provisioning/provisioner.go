@@ -362,9 +362,7 @@ func (p *Provisioner) standIns(ctx context.Context, pods []corev1.Pod) []*corev1
 	// The claims launched for a ReplicaSet's replicas with its stand-ins
 	// stay nominated while its replicas are still to be created or bound,
 	// pass after pass (a pass runs at least every 10 s).
-	for _, claim := range held {
-		p.cluster.NominateNodeForPod(claim, p.opts.NominationWindow())
-	}
+	p.cluster.NominateNodesForPods(held, p.opts.NominationWindow())
 	return standIns
 }
 
@@ -472,9 +470,15 @@ func (p *Provisioner) Launch(ctx context.Context, plan *simulator.Plan, pools ma
 	// disruption remove the node they wait for.
 	// A stand-in for a replica not created yet (IsAnticipated) keeps its
 	// machine nominated, and is neither planned, handed off nor told.
+	placed := make([]string, 0, len(plan.Placements))
+	for _, placement := range plan.Placements {
+		if len(placed) == 0 || placed[len(placed)-1] != placement.Node {
+			placed = append(placed, placement.Node)
+		}
+	}
+	p.cluster.NominateNodesForPods(placed, window)
 	for _, placement := range plan.Placements {
 		key := []types.NamespacedName{client.ObjectKeyFromObject(placement.Pod)}
-		p.cluster.NominateNodeForPod(placement.Node, window)
 		if IsAnticipated(placement.Pod) {
 			continue
 		}

@@ -1,6 +1,6 @@
 // Package informer holds the thin reconcilers that keep the cluster-state
 // model (package state) in step with the API server: one per kind, whose only
-// job is to copy the latest object into the model or remove it. They are the
+// job is to hand the model the informer cache's latest object or remove it. They are the
 // model's only writers; updates go through controller-runtime work queues
 // (retried with backoff), never through side effects in predicates.
 package informer
@@ -23,7 +23,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
 
-// Controller copies one kind of object into the cluster-state model.
+// Controller keeps one kind of object in the cluster-state model.
 type Controller struct {
 	name    string
 	object  func() client.Object
