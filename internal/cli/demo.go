@@ -51,7 +51,7 @@ fresh checkout builds the control-plane binaries (10-15 minutes).`,
 	}
 	cmd.Flags().StringVar(&o.Cloud, "cloud", CloudAWS, "cloud provider: aws (a local AWS endpoint whose instances become kwok Nodes; the v1 EC2NodeClass and NodePool) or kwok (KWOKNodeClass)")
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", "", "directory holding the control-plane binaries (default: bin/ of the Dovetail checkout, built on first use)")
-	cmd.Flags().BoolVar(&o.KeepWorkDir, "keep-work-dir", false, "keep the control plane's work directory (component and controller logs)")
+	cmd.Flags().BoolVar(&o.KeepWorkDir, "keep-work-dir", false, "keep the control plane's work directory (component and controller logs; LOG_LEVEL=debug logs each plan and nomination)")
 	return cmd
 }
 

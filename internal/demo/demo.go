@@ -63,8 +63,17 @@ type Summary struct {
 	MinAPIAvailable int
 	// UnusedLaunches counts the scale-out's launches no pod needed, once
 	// every pod ran: NodeClaims without a node (still launching) plus
-	// nodes that run none of the pods.
+	// nodes that run none of the pods and that no pod was planned onto.
 	UnusedLaunches int
+	// HandOffMisses counts the nodes that run none of the pods although
+	// pods were planned onto them: the kube-scheduler bound those pods
+	// elsewhere, before their node registered or while their zonal
+	// topology spread kept them unnominated (README, "Plan hand-off").
+	HandOffMisses int
+	// PodsOnPlan and PodsOffPlan count the scale-out's pods the
+	// kube-scheduler bound to the node their Nominated event named, or to
+	// another.
+	PodsOnPlan, PodsOffPlan int
 	// After the load drops: the nodes and price consolidation settled on.
 	ConsolidatedNodes     int
 	ConsolidatedCost      float64
@@ -180,6 +189,11 @@ func (s *story) start(ctx context.Context) (func(), error) {
 		opOpts = localcluster.AWSOperatorOptions()
 	}
 	opOpts.LogWriter = logFile
+	// LOG_LEVEL sets the controller log's level, as it does the
+	// controller's (debug logs each plan, nomination and refusal).
+	if level := os.Getenv("LOG_LEVEL"); level != "" {
+		opOpts.LogLevel = level
+	}
 	opOpts.DisruptionValidationDelay = demoValidationDelay
 	var controller *localcluster.Controller
 	if s.ec2 != nil {
@@ -270,17 +284,40 @@ func (s *story) provision(ctx context.Context) error {
 	}
 	s.summary.Nodes, s.summary.Spot, s.summary.CostPerHour = f.nodes, f.spot, f.cost
 	// Every NodeClaim of the scale-out, registered or not: one beyond the
-	// nodes, or a node without pods, is a launch no pod needed.
+	// nodes, or a node without pods that no pod was planned onto, is a
+	// launch no pod needed. A node whose planned pods the kube-scheduler
+	// bound elsewhere is a hand-off the scheduler did not follow.
 	p, err := s.progress(ctx)
 	if err != nil {
 		return err
 	}
-	s.summary.UnusedLaunches = max(p.claims-f.nodes, 0) + f.empty
-	if s.summary.UnusedLaunches == 0 {
-		fmt.Fprintf(s.out, "\nEach of the %d NodeClaims became a node that runs pods.\n", p.claims)
-	} else {
-		fmt.Fprintf(s.out, "\n%d NodeClaims for %d nodes, %d of the nodes running none of the pods.\n", p.claims, f.nodes, f.empty)
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		return err
 	}
+	followed, err := s.followPlan(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	s.summary.UnusedLaunches = max(p.claims-f.nodes, 0) + followed.unused
+	s.summary.HandOffMisses = followed.missed
+	s.summary.PodsOnPlan, s.summary.PodsOffPlan = followed.onPlan, followed.offPlan
+	switch {
+	case s.summary.UnusedLaunches > 0:
+		fmt.Fprintf(s.out, "\n%d NodeClaims for %d nodes, %d of the nodes running none of the pods and planned for none.\n", p.claims, f.nodes, followed.unused)
+	case followed.missed > 0:
+		fmt.Fprintf(s.out, "\nEach of the %d NodeClaims became a node; %d of them runs none of the pods: the kube-scheduler bound the pods planned for it elsewhere.\n", p.claims, followed.missed)
+	default:
+		fmt.Fprintf(s.out, "\nEach of the %d NodeClaims became a node that runs pods.\n", p.claims)
+	}
+	fmt.Fprintf(s.out, "The kube-scheduler bound %d of the %d pods to the node Dovetail planned for them", followed.onPlan, total)
+	if followed.offPlan > 0 {
+		fmt.Fprintf(s.out, ", %d to another", followed.offPlan)
+	}
+	if followed.unplanned > 0 {
+		fmt.Fprintf(s.out, "; %d had no plan of their own", followed.unplanned)
+	}
+	fmt.Fprintln(s.out, ".")
 	return nil
 }
 
@@ -344,10 +381,10 @@ func (s *story) listNodes(ctx context.Context) (nodes, spot int, cost float64, e
 }
 
 // fleet is what printNodes counted: the nodes, the spot ones among them,
-// the nodes that run none of the demo's pods, and the nodes' price.
+// and the nodes' price.
 type fleet struct {
-	nodes, spot, empty int
-	cost               float64
+	nodes, spot int
+	cost        float64
 }
 
 // printNodes shows each node with its type, zone, capacity type, price and
@@ -385,9 +422,6 @@ func (s *story) printNodes(ctx context.Context) (fleet, error) {
 		f.cost += price
 		if n.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
 			f.spot++
-		}
-		if len(perNode[n.Name]) == 0 {
-			f.empty++
 		}
 		ec2Cols := ""
 		if s.ec2 != nil {

@@ -114,6 +114,7 @@ func (s *story) printSummary() {
 	fmt.Fprintf(s.out, "  pods             %d, all Running %s after they were created\n", m.Pods, m.TimeToRunning.Round(100*time.Millisecond))
 	fmt.Fprintf(s.out, "  nodes            %d (%d spot, %d on-demand), chosen by price from %s\n", m.Nodes, m.Spot, m.Nodes-m.Spot, "the EC2 catalog")
 	fmt.Fprintf(s.out, "  cost             $%.4f per hour\n", m.CostPerHour)
+	fmt.Fprintf(s.out, "  plan followed    %d of %d pods bound where Dovetail planned them\n", m.PodsOnPlan, m.Pods)
 	fmt.Fprintf(s.out, "  drain            %s in %s\n", m.DrainedNode, m.DrainDuration.Round(100*time.Millisecond))
 	fmt.Fprintf(s.out, "  consolidation    %d -> %d nodes, $%.4f -> $%.4f per hour, settled in %s\n",
 		m.Nodes, m.ConsolidatedNodes, m.CostPerHour, m.ConsolidatedCost, m.ConsolidationDuration.Round(time.Second))

@@ -94,8 +94,13 @@ func TestDemo(t *testing.T) {
 		if after >= before {
 			t.Errorf("consolidation went from $%.4f/h to $%.4f/h; want cheaper", before, after)
 		}
-		for _, want := range []string{"All 22 pods Running", "TYPE", "ZONE", "CAPACITY", "$/H", "NodeClaims became a node that runs pods",
-			"Node drained and removed", "Consolidated in", "Summary"} {
+		// A launch no pod needed fails the demo (checkStory); a node whose
+		// planned pods the kube-scheduler bound elsewhere is reported.
+		if strings.Contains(out, "planned for none") {
+			t.Error("the scale-out made launches no pod needed")
+		}
+		for _, want := range []string{"All 22 pods Running", "TYPE", "ZONE", "CAPACITY", "$/H", "Each of the", "to the node Dovetail planned for them",
+			"Node drained and removed", "Consolidated in", "Summary", "plan followed"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("narration lacks %q", want)
 			}
@@ -157,11 +162,15 @@ func checkStory(t *testing.T, out string, summary *demo.Summary) {
 		t.Errorf("summary %+v: want 22 pods on some nodes at a positive price", summary)
 	}
 	// A launch no pod needed (a ninth NodeClaim for the 22 pods, left
-	// empty) is a plan the scheduler did not follow, or a second plan for
-	// pods already planned.
+	// empty and planned for none) is a second plan for pods already
+	// planned. A node left empty because the kube-scheduler bound the pods
+	// planned onto it elsewhere is the hand-off's known limit with zonal
+	// spread (README, "Plan hand-off"): reported, not failed.
 	if summary.UnusedLaunches != 0 {
-		t.Errorf("the scale-out made %d launches no pod needed (NodeClaims still launching, or nodes without pods, once every pod ran)", summary.UnusedLaunches)
+		t.Errorf("the scale-out made %d launches no pod needed (NodeClaims still launching, or nodes without pods that no pod was planned onto, once every pod ran)", summary.UnusedLaunches)
 	}
+	t.Logf("hand-off: %d pods bound where planned, %d elsewhere; %d nodes left empty by it", summary.PodsOnPlan, summary.PodsOffPlan, summary.HandOffMisses)
+
 	if summary.MinAPIAvailable < 5 {
 		t.Errorf("api availability fell to %d during the drain or consolidation; the PDB requires 5", summary.MinAPIAvailable)
 	}
