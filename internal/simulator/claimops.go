@@ -114,6 +114,13 @@ func (s *solve) openClaim(tmpl *claim) *claim {
 
 // commitClaim adds a pod to a claim according to plan.
 func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
+	s.addToClaim(c, pi, v, plan, true)
+}
+
+// addToClaim adds a pod to a claim according to plan; placed says whether
+// the pod is newly placed (it takes its turn in the sequence and leaves the
+// pending demand) or moves from another claim (emptyClaim).
+func (s *solve) addToClaim(c *claim, pi *podInfo, v *podView, plan *addPlan, placed bool) {
 	if c.cheapest >= 0 {
 		s.unindex(c)
 		s.addSlack(c.slack, -1)
@@ -131,7 +138,9 @@ func (s *solve) commitClaim(c *claim, pi *podInfo, v *podView, plan *addPlan) {
 	c.slack = slices.Clone(c.pool.effAlloc[c.target])
 	c.slack.Sub(c.requests)
 	s.addSlack(c.slack, 1)
-	s.placed(pi)
+	if placed {
+		s.placed(pi)
+	}
 	for i := range c.reqs {
 		r := &c.reqs[i]
 		if _, now := r.single(); !now {
@@ -329,7 +338,7 @@ func (s *solve) limitCaps() map[*claim]resources.Vector {
 	caps := map[*claim]resources.Vector{}
 	perPool := map[int][]*claim{}
 	for _, c := range s.claims {
-		if s.pools[c.pool.idx].remaining != nil {
+		if len(c.pods) > 0 && s.pools[c.pool.idx].remaining != nil {
 			perPool[c.pool.idx] = append(perPool[c.pool.idx], c)
 		}
 	}

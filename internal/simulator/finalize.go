@@ -25,6 +25,10 @@ func (s *solve) plan(pods, failed []*podInfo) *Plan {
 	cache := map[string]typeList{}
 	caps := s.limitCaps()
 	for _, c := range s.claims {
+		if len(c.pods) == 0 {
+			// Emptied into other claims' room (emptyZonalClaims).
+			continue
+		}
 		if capv, ok := caps[c]; ok {
 			for t := c.options.First(); t >= 0; t = c.options.Next(t + 1) {
 				if !c.pool.capacity[t].Fits(capv) {

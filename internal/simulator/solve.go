@@ -535,7 +535,9 @@ func (s *solve) run(pods []*podInfo) []*podInfo {
 		}
 		queue = failed
 	}
-	return append(failed, s.packGeneric(generic)...)
+	failed = append(failed, s.packGeneric(generic)...)
+	s.emptyZonalClaims()
+	return failed
 }
 
 func (s *solve) place(pi *podInfo) bool {

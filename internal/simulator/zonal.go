@@ -1,0 +1,257 @@
+package simulator
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/simulator/resources"
+)
+
+// Zonal pods are pods whose only topology terms are spread constraints over
+// keys other than the hostname (zones, say), and that only such spreads
+// count: no pod affinity or anti-affinity of their own or of others that
+// selects them, no host ports, no volumes, no preferences to relax. Which
+// node of its domains one lands on matters to no other pod; only the
+// domains do.
+//
+// Such pods are placed before the generic pods, so the claims opened for
+// them were sized before the generic pods were packed, and the generic
+// pods' claims can end with room in the same domain. The kube-scheduler
+// fills that room with whichever pods of the group it places first, and a
+// claim made only for zonal pods is left half empty, or empty. So once
+// every pod is placed, a claim that holds only zonal pods is emptied into
+// the room other claims of the same domains have left, when all its pods
+// fit there without any claim changing type or price, and dropped.
+// Moving a pod within its domains leaves every domain's count as it was
+// at every step of the plan's sequence, so the plan stays one the
+// kube-scheduler admits in that order.
+
+// isZonal reports whether a pod at view v is zonal.
+func (s *solve) isZonal(pi *podInfo, v *podView) bool {
+	sig := v.sig
+	if pi.invalid != "" || sig.invalid != "" || v.noAlt != "" || len(v.groups) == 0 ||
+		len(sig.ownsAnti) != 0 || len(sig.inverse) != 0 || len(sig.ports) != 0 || sig.volumes != nil ||
+		len(sig.steps) != 0 || sig.ownNode || len(sig.affinity) != 0 || len(sig.anti) != 0 {
+		return false
+	}
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		if g.hostname {
+			return false
+		}
+		for _, r := range g.refs {
+			if r.role != roleSpread && r.role != roleCounted {
+				return false
+			}
+		}
+	}
+	for _, id := range sig.selectedBy {
+		if t := s.tg(id); t.hostname || t.kind != tgSpread {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyZonalClaims empties and drops the claims that hold only zonal pods
+// where the room other claims have left in the same domains takes all
+// their pods, the dearest claims first.
+func (s *solve) emptyZonalClaims() {
+	var candidates []*claim
+	for _, c := range s.claims {
+		if len(c.pods) > 0 && s.onlyZonal(c) {
+			candidates = append(candidates, c)
+		}
+	}
+	if len(candidates) == 0 {
+		return
+	}
+	slices.SortStableFunc(candidates, func(a, b *claim) int { return cmp.Or(cmp.Compare(b.price, a.price), cmp.Compare(a.id, b.id)) })
+	for _, c := range candidates {
+		if len(c.pods) > 0 && s.onlyZonal(c) && s.roomElsewhere(c) {
+			s.emptyClaim(c)
+		}
+	}
+}
+
+// onlyZonal reports whether every pod of c is zonal and c's domain is
+// settled on every key their groups use.
+func (s *solve) onlyZonal(c *claim) bool {
+	for _, pi := range c.pods {
+		v := pi.sig.views[pi.level]
+		if !s.isZonal(pi, v) {
+			return false
+		}
+		for gi := range v.groups {
+			if _, ok := c.domain(v.groups[gi].key); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// mayTake reports whether claim t may take pods of claim c into its room:
+// on every key of their groups t is in c's domain, or t's domain is open
+// and none of its pods is counted by any group (so settling it changes no
+// count).
+func (s *solve) mayTake(t, c *claim, v *podView) bool {
+	if t == c || len(t.pods) == 0 {
+		return false
+	}
+	open := false
+	for gi := range v.groups {
+		key := v.groups[gi].key
+		want, _ := c.domain(key)
+		got, ok := t.domain(key)
+		switch {
+		case ok && got != want:
+			return false
+		case !ok:
+			open = true
+		}
+	}
+	if open {
+		for _, q := range t.pods {
+			if len(q.sig.selectedBy) != 0 || len(q.sig.ownsAnti) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// roomElsewhere reports whether the room the other claims that may take
+// c's pods have left holds all of them (largest first, each into the
+// least room it fits): a necessary condition, checked before any pod
+// moves.
+func (s *solve) roomElsewhere(c *claim) bool {
+	pods := slices.Clone(c.pods)
+	slices.SortStableFunc(pods, func(a, b *podInfo) int { return cmp.Compare(b.req[resources.CPU], a.req[resources.CPU]) })
+	left := map[*claim]resources.Vector{}
+	for _, pi := range pods {
+		v := pi.sig.views[pi.level]
+		var best *claim
+		for _, t := range s.claims {
+			if !s.mayTake(t, c, v) {
+				continue
+			}
+			room, ok := left[t]
+			if !ok {
+				room = resources.Vector(slices.Clone(t.slack))
+				left[t] = room
+			}
+			if pi.req.Fits(room) && (best == nil || room[resources.CPU] < left[best][resources.CPU]) {
+				best = t
+			}
+		}
+		if best == nil {
+			return false
+		}
+		left[best].Sub(pi.req)
+	}
+	return true
+}
+
+// emptyClaim moves c's pods, largest first, each into the claim with the
+// least room that takes it without changing type or price and keeps it in
+// its domains. A pod no claim takes stays on c (which keeps its type); a
+// claim emptied is dropped.
+func (s *solve) emptyClaim(c *claim) {
+	pods := slices.Clone(c.pods)
+	slices.SortStableFunc(pods, func(a, b *podInfo) int { return cmp.Compare(b.req[resources.CPU], a.req[resources.CPU]) })
+	for _, pi := range pods {
+		v := pi.sig.views[pi.level]
+		s.uncountOnClaim(pi, c)
+		var best *claim
+		var bestPlan addPlan
+		for _, t := range s.claims {
+			if !s.mayTake(t, c, v) || !pi.req.Fits(t.slack) || (best != nil && t.slack[resources.CPU] >= best.slack[resources.CPU]) {
+				continue
+			}
+			plan, ok := s.tryClaim(t, pi, v)
+			if !ok || plan.target != t.target || plan.price > t.price || !s.sameDomains(plan.reqs, c, v) {
+				continue
+			}
+			best, bestPlan = t, plan.keep()
+		}
+		if best == nil {
+			s.recordClaim(pi, c)
+			return
+		}
+		s.takeOff(c, pi)
+		s.addToClaim(best, pi, v, &bestPlan, false)
+	}
+}
+
+// sameDomains reports whether reqs put a claim in c's domain on every key
+// of v's groups.
+func (s *solve) sameDomains(reqs creqs, c *claim, v *podView) bool {
+	for gi := range v.groups {
+		key := v.groups[gi].key
+		want, _ := c.domain(key)
+		r, ok := reqs.get(key)
+		if !ok {
+			return false
+		}
+		if got, single := r.single(); !single || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// uncountOnClaim takes a pod on claim c out of the counts recordClaim put
+// it in (zonal pods own no anti-affinity and c's domains are settled).
+func (s *solve) uncountOnClaim(pi *podInfo, c *claim) {
+	for _, id := range pi.sig.selectedBy {
+		t := s.tg(id)
+		slot, ok := s.claimSlot(c, t)
+		if !ok || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
+			continue
+		}
+		s.addCount(t, slot, -1, false)
+	}
+}
+
+// takeOff removes a pod from claim c, which keeps its type; an emptied
+// claim leaves the index of open room and is dropped from the plan.
+func (s *solve) takeOff(c *claim, pi *podInfo) {
+	s.unindex(c)
+	s.addSlack(c.slack, -1)
+	c.pods = slices.DeleteFunc(c.pods, func(q *podInfo) bool { return q == pi })
+	c.requests.Sub(pi.req)
+	if z, ok := c.domain(s.m.zoneKey); ok {
+		if slot := s.slotOf(s.m.zoneKey, z); int(slot) < len(s.zoneLoad) {
+			s.zoneLoad[slot]--
+		}
+	}
+	if len(c.pods) == 0 {
+		s.release(c)
+		return
+	}
+	c.slack = slices.Clone(c.pool.effAlloc[c.target])
+	c.slack.Sub(c.requests)
+	s.addSlack(c.slack, 1)
+	s.index(c)
+}
+
+// release gives back what an emptied claim held against its pool's
+// limits: the capacity reserve took, and the node openClaim counted.
+func (s *solve) release(c *claim) {
+	ps := &s.pools[c.pool.idx]
+	if ps.remainingNodes >= 0 {
+		ps.remainingNodes++
+		ps.version++
+	}
+	if ps.remaining == nil || c.reserved == nil {
+		return
+	}
+	for d, l := range c.pool.limits {
+		if l >= 0 {
+			ps.remaining[d] += c.reserved[d]
+		}
+	}
+	clear(c.reserved)
+	ps.version++
+}
