@@ -67,11 +67,84 @@ func (s *solve) emptyZonalClaims() {
 		return
 	}
 	slices.SortStableFunc(candidates, func(a, b *claim) int { return cmp.Or(cmp.Compare(b.price, a.price), cmp.Compare(a.id, b.id)) })
+	most := s.mostRoomPerZone()
 	for _, c := range candidates {
-		if len(c.pods) > 0 && s.onlyZonal(c) && s.roomElsewhere(c) {
-			s.emptyClaim(c)
+		if len(c.pods) == 0 || !s.onlyZonal(c) || !s.mayFit(c, most) || !s.roomElsewhere(c) {
+			continue
+		}
+		s.emptyClaim(c)
+		most = s.mostRoomPerZone()
+	}
+}
+
+// zoneRoom is, per zone slot, the most room any claim with pods in that
+// zone has left, per resource (the claims' rooms, not one claim's: a bound
+// no pod beyond it fits in); open is the same over the claims whose zone
+// is open and which only generic pods use.
+type zoneRoom struct {
+	zone map[int32]resources.Vector
+	open resources.Vector
+}
+
+// mostRoomPerZone computes the zoneRoom of the solve's claims.
+func (s *solve) mostRoomPerZone() zoneRoom {
+	most := zoneRoom{zone: map[int32]resources.Vector{}, open: s.m.res.New()}
+	for _, c := range s.claims {
+		if len(c.pods) == 0 {
+			continue
+		}
+		room := most.open
+		if z, ok := c.domain(s.m.zoneKey); ok {
+			slot := s.slotOf(s.m.zoneKey, z)
+			if room = most.zone[slot]; room == nil {
+				room = s.m.res.New()
+				most.zone[slot] = room
+			}
+		} else if !genericOnly(c) {
+			continue
+		}
+		for d, a := range c.slack {
+			room[d] = max(room[d], a)
 		}
 	}
+	return most
+}
+
+// mayFit reports whether every pod of c fits the most room claims in its
+// zone (or open ones) have left: a pod no claim has room for stops the
+// emptying before the costlier check. Claims whose pods spread on keys
+// other than the zone are not filtered.
+func (s *solve) mayFit(c *claim, most zoneRoom) bool {
+	z, ok := c.domain(s.m.zoneKey)
+	if !ok {
+		return true
+	}
+	for _, pi := range c.pods {
+		v := pi.sig.views[pi.level]
+		for gi := range v.groups {
+			if v.groups[gi].key != s.m.zoneKey {
+				return true
+			}
+		}
+	}
+	inZone := most.zone[s.slotOf(s.m.zoneKey, z)]
+	for _, pi := range c.pods {
+		if !pi.req.Fits(most.open) && (inZone == nil || !pi.req.Fits(inZone)) {
+			return false
+		}
+	}
+	return true
+}
+
+// genericOnly reports whether no pod of c is counted by a group or owns an
+// anti-affinity term: settling c's open domains changes no count.
+func genericOnly(c *claim) bool {
+	for _, q := range c.pods {
+		if len(q.sig.selectedBy) != 0 || len(q.sig.ownsAnti) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyZonal reports whether every pod of c is zonal and c's domain is
@@ -111,14 +184,7 @@ func (s *solve) mayTake(t, c *claim, v *podView) bool {
 			open = true
 		}
 	}
-	if open {
-		for _, q := range t.pods {
-			if len(q.sig.selectedBy) != 0 || len(q.sig.ownsAnti) != 0 {
-				return false
-			}
-		}
-	}
-	return true
+	return !open || genericOnly(t)
 }
 
 // roomElsewhere reports whether the room the other claims that may take
