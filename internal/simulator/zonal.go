@@ -11,8 +11,9 @@ import (
 // keys other than the hostname (zones, say), and that only such spreads
 // count: no pod affinity or anti-affinity of their own or of others that
 // selects them, no host ports, no volumes, no preferences to relax. Which
-// node of its domains one lands on matters to no other pod; only the
-// domains do.
+// node of its domains one lands on matters to no other pod, as long as
+// the node passes the same spread filters (nodeAffinityPolicy and
+// nodeTaintsPolicy Honor count only pods on nodes that do).
 //
 // Such pods are placed before the generic pods, so the claims opened for
 // them were sized before the generic pods were packed, and the generic
@@ -20,10 +21,13 @@ import (
 // fills that room with whichever pods of the group it places first, and a
 // claim made only for zonal pods is left half empty, or empty. So once
 // every pod is placed, a claim that holds only zonal pods is emptied into
-// the room other claims of the same domains have left, when all its pods
-// fit there without any claim changing type or price, and dropped.
-// Moving a pod within its domains leaves every domain's count as it was
-// at every step of the plan's sequence, so the plan stays one the
+// the room other claims of the same domains have left, if all of its pods
+// fit there without any claim changing its type, its cheapest type or
+// their prices, or being narrowed on keys other than the pods' groups',
+// and every group that counts a pod counts it on its new claim too; then
+// it is dropped. Otherwise no pod moves. A moved pod stays in its domains
+// and in its groups' counts, so every domain's count is what it was at
+// every step of the plan's sequence, and the plan stays one the
 // kube-scheduler admits in that order.
 
 // isZonal reports whether a pod at view v is zonal.
@@ -78,9 +82,10 @@ func (s *solve) emptyZonalClaims() {
 }
 
 // zoneRoom is, per zone slot, the most room any claim with pods in that
-// zone has left, per resource (the claims' rooms, not one claim's: a bound
-// no pod beyond it fits in); open is the same over the claims whose zone
-// is open and which only generic pods use.
+// zone has left, per resource (over the claims' rooms, not one claim's, and
+// with the claim being emptied among them: a bound no pod beyond it fits
+// in); open is the same over the claims whose zone is open and whose pods
+// no group counts.
 type zoneRoom struct {
 	zone map[int32]resources.Vector
 	open resources.Vector
@@ -219,35 +224,137 @@ func (s *solve) roomElsewhere(c *claim) bool {
 	return true
 }
 
-// emptyClaim moves c's pods, largest first, each into the claim with the
-// least room that takes it without changing type or price and keeps it in
-// its domains. A pod no claim takes stays on c (which keeps its type); a
-// claim emptied is dropped.
+// move is one pod's move in emptyClaim: onto target, by plan.
+type move struct {
+	pi     *podInfo
+	target *claim
+	plan   addPlan
+}
+
+// emptyClaim moves all of c's pods, largest first, each into the claim
+// with the least room that takes it (roomFor), and drops c; or, if one of
+// them finds no room, moves none. The moves are planned first against
+// copies of the claims they fill, then made.
 func (s *solve) emptyClaim(c *claim) {
 	pods := slices.Clone(c.pods)
 	slices.SortStableFunc(pods, func(a, b *podInfo) int { return cmp.Compare(b.req[resources.CPU], a.req[resources.CPU]) })
+	filled := map[*claim]*claim{}
+	moves := make([]move, 0, len(pods))
 	for _, pi := range pods {
 		v := pi.sig.views[pi.level]
+		// The pod is checked as it will be when it moves: out of c's
+		// counts, the pods moved before it counted on their new claims
+		// (in the same domains, so the counts are the same).
 		s.uncountOnClaim(pi, c)
-		var best *claim
-		var bestPlan addPlan
-		for _, t := range s.claims {
-			if !s.mayTake(t, c, v) || !pi.req.Fits(t.slack) || (best != nil && t.slack[resources.CPU] >= best.slack[resources.CPU]) {
-				continue
-			}
-			plan, ok := s.tryClaim(t, pi, v)
-			if !ok || plan.target != t.target || plan.price > t.price || !s.sameDomains(plan.reqs, c, v) {
-				continue
-			}
-			best, bestPlan = t, plan.keep()
-		}
-		if best == nil {
-			s.recordClaim(pi, c)
+		target, plan, ok := s.roomFor(c, pi, v, filled)
+		s.recordClaim(pi, c)
+		if !ok {
 			return
 		}
-		s.takeOff(c, pi)
-		s.addToClaim(best, pi, v, &bestPlan, false)
+		moves = append(moves, move{pi: pi, target: target, plan: plan})
+		filled[target] = s.filledCopy(filled[target], target, pi, &plan)
 	}
+	for i := range moves {
+		m := &moves[i]
+		s.uncountOnClaim(m.pi, c)
+		s.takeOff(c, m.pi)
+		s.addToClaim(m.target, m.pi, m.pi.sig.views[m.pi.level], &m.plan, false)
+	}
+}
+
+// roomFor finds the claim with the least room left that takes pi from c
+// (filled holds copies of the claims earlier moves filled, as they will
+// be): in c's domains, counted by every group that counts it on c, with
+// its requirements narrowed only on the keys of pi's groups, and without
+// its type, cheapest type or price changing.
+func (s *solve) roomFor(c *claim, pi *podInfo, v *podView, filled map[*claim]*claim) (*claim, addPlan, bool) {
+	var best *claim
+	var bestPlan addPlan
+	bestRoom := int64(0)
+	for _, t := range s.claims {
+		if !s.mayTake(t, c, v) {
+			continue
+		}
+		now := t
+		if f := filled[t]; f != nil {
+			now = f
+		}
+		if !pi.req.Fits(now.slack) || (best != nil && now.slack[resources.CPU] >= bestRoom) {
+			continue
+		}
+		plan, ok := s.tryClaim(now, pi, v)
+		if !ok || plan.target != t.target || plan.cheapest != t.cheapest || plan.price > t.price ||
+			t.pool.price(plan.cheapest, plan.pairs, plan.allPairs) > t.pool.price(t.cheapest, t.pairs, t.allPairs) ||
+			!s.sameDomains(plan.reqs, c, v) || !narrowsOnlyGroupKeys(plan.reqs, now.reqs, v) || !s.countedAlike(pi, c, t, plan.reqs) {
+			continue
+		}
+		best, bestPlan, bestRoom = t, plan.keep(), now.slack[resources.CPU]
+	}
+	return best, bestPlan, best != nil
+}
+
+// filledCopy returns a copy of claim t (or updates f, an earlier copy) as
+// it will be once pi is added by plan: what tryClaim reads of it.
+func (s *solve) filledCopy(f, t *claim, pi *podInfo, plan *addPlan) *claim {
+	if f == nil {
+		cp := *t
+		cp.requests = slices.Clone(t.requests)
+		cp.pods = slices.Clone(t.pods)
+		f = &cp
+	}
+	f.reqs, f.pairs, f.allPairs = plan.reqs, plan.pairs, plan.allPairs
+	f.reqMask, f.options = plan.reqMask.Copy(), plan.options.Copy()
+	f.requests.Add(pi.req)
+	f.pods = append(f.pods, pi)
+	f.cheapest, f.target, f.price = plan.cheapest, plan.target, plan.price
+	f.slack = slices.Clone(f.pool.effAlloc[f.target])
+	f.slack.Sub(f.requests)
+	return f
+}
+
+// narrowsOnlyGroupKeys reports whether reqs differ from before only on the
+// keys of v's groups: a requirement the pod brings on another key (its
+// node selector, say) could change which groups count the claim's other
+// pods.
+func narrowsOnlyGroupKeys(reqs, before creqs, v *podView) bool {
+	groupKey := func(key int32) bool {
+		for gi := range v.groups {
+			if v.groups[gi].key == key {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		if groupKey(r.key) {
+			continue
+		}
+		if o, had := before.get(r.key); !had || !sameReq(o, r) {
+			return false
+		}
+	}
+	for i := range before {
+		if _, has := reqs.get(before[i].key); !has && !groupKey(before[i].key) {
+			return false
+		}
+	}
+	return true
+}
+
+// countedAlike reports whether every spread group that counts pi on claim
+// c counts it on claim t with requirements reqs too: a group with
+// nodeAffinityPolicy or nodeTaintsPolicy Honor counts only the pods on
+// nodes that pass its filter.
+func (s *solve) countedAlike(pi *podInfo, c, t *claim, reqs creqs) bool {
+	probe := claim{pool: t.pool, reqs: reqs}
+	for _, id := range pi.sig.selectedBy {
+		g := s.tg(id)
+		if g.kind == tgSpread && s.claimPassesFilter(g, c) != s.claimPassesFilter(g, &probe) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameDomains reports whether reqs put a claim in c's domain on every key
@@ -303,7 +410,9 @@ func (s *solve) takeOff(c *claim, pi *podInfo) {
 }
 
 // release gives back what an emptied claim held against its pool's
-// limits: the capacity reserve took, and the node openClaim counted.
+// limits: the capacity reserve took, and the node openClaim counted (a
+// claim opened when the count was already spent gives back one it did
+// not take; the pass opens no claim after it).
 func (s *solve) release(c *claim) {
 	ps := &s.pools[c.pool.idx]
 	if ps.remainingNodes >= 0 {
