@@ -57,6 +57,13 @@ func TestFollowPlan(t *testing.T) {
 			nodes:  []corev1.Node{node("n1"), node("n2")},
 			want:   planFollowed{onPlan: 1, unused: 1},
 		},
+		"a second plan for a pod already planned, the pod bound to its first node": {
+			pods:   []corev1.Pod{pod("a", "n1")},
+			events: []corev1.Event{nominated("a", "c1", 1), nominated("a", "c9", 2)},
+			claims: []v1.NodeClaim{claim("c1", "n1"), claim("c9", "n9")},
+			nodes:  []corev1.Node{node("n1"), node("n9")},
+			want:   planFollowed{offPlan: 1, unused: 1},
+		},
 		"the latest plan counts": {
 			pods:   []corev1.Pod{pod("a", "n2")},
 			events: []corev1.Event{nominated("a", "c2", 5), nominated("a", "c1", 1)},
