@@ -291,11 +291,7 @@ func (s *story) provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.nodes(ctx)
-	if err != nil {
-		return err
-	}
-	followed, err := s.followPlan(ctx, nodes)
+	followed, err := s.followPlan(ctx, f.list)
 	if err != nil {
 		return err
 	}
@@ -381,10 +377,12 @@ func (s *story) listNodes(ctx context.Context) (nodes, spot int, cost float64, e
 }
 
 // fleet is what printNodes counted: the nodes, the spot ones among them,
-// and the nodes' price.
+// and the nodes' price; and the nodes themselves.
 type fleet struct {
 	nodes, spot int
 	cost        float64
+	// list is the nodes printed, for what the caller reads of them next.
+	list []corev1.Node
 }
 
 // printNodes shows each node with its type, zone, capacity type, price and
@@ -435,7 +433,7 @@ func (s *story) printNodes(ctx context.Context) (fleet, error) {
 			n.Labels[v1.CapacityTypeLabelKey], price, podSummary(perNode[n.Name]))
 	}
 	fmt.Fprintf(w, "  total\t%s\t\t\t%.4f\t%d pods on %d nodes\n", ec2Blank, f.cost, len(pods.Items), len(nodes))
-	f.nodes = len(nodes)
+	f.nodes, f.list = len(nodes), nodes
 	return f, w.Flush()
 }
 

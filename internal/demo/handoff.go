@@ -3,20 +3,12 @@ package demo
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
-)
-
-// nominatedReason and nominatedPrefix are the reason and message prefix of
-// the event provisioning gives each pod it plans onto a new NodeClaim
-// (Karpenter's "Pod should schedule on: nodeclaim/<name>").
-const (
-	nominatedReason = "Nominated"
-	nominatedPrefix = "Pod should schedule on: nodeclaim/"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 )
 
 // planFollowed is where the scale-out's pods bound against where
@@ -55,8 +47,8 @@ func followPlan(pods []corev1.Pod, events []corev1.Event, claims []v1.NodeClaim,
 	latest := map[string]plan{}
 	claimsOf := map[string]map[string]bool{}
 	for _, e := range events {
-		claim, ok := strings.CutPrefix(e.Message, nominatedPrefix)
-		if e.Reason != nominatedReason || !ok || e.InvolvedObject.Kind != "Pod" {
+		claim, ok := provisioning.NominatedClaim(e.Message)
+		if e.Reason != provisioning.NominatedReason || !ok || e.InvolvedObject.Kind != "Pod" {
 			continue
 		}
 		at := e.LastTimestamp.UnixNano()

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 )
 
 func TestFollowPlan(t *testing.T) {
@@ -19,7 +20,7 @@ func TestFollowPlan(t *testing.T) {
 	nominated := func(uid, claim string, second int) corev1.Event {
 		return corev1.Event{
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: types.UID(uid)},
-			Reason:         nominatedReason, Message: nominatedPrefix + claim, LastTimestamp: at(second),
+			Reason:         provisioning.NominatedReason, Message: "Pod should schedule on: nodeclaim/" + claim, LastTimestamp: at(second),
 		}
 	}
 	claim := func(name, node string) v1.NodeClaim {
@@ -75,8 +76,8 @@ func TestFollowPlan(t *testing.T) {
 			pods: []corev1.Pod{pod("a", "n1"), pod("b", ""), pod("c", "n1"), deleting},
 			events: []corev1.Event{
 				nominated("a", "c3", 1),
-				{InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: "c"}, Reason: "Scheduled", Message: nominatedPrefix + "c1"},
-				{InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: "c"}, Reason: nominatedReason, Message: "Pod should schedule on: node/n1"},
+				{InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: "c"}, Reason: "Scheduled", Message: "Pod should schedule on: nodeclaim/c1"},
+				{InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: "c"}, Reason: provisioning.NominatedReason, Message: "Pod should schedule on: node/n1"},
 			},
 			claims: []v1.NodeClaim{claim("c1", "n1"), claim("c3", "")},
 			nodes:  []corev1.Node{node("n1")},

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,13 +12,26 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/runaway"
 )
 
+// NominatedReason is the reason of the event a pod gets when a pass plans
+// it onto a new NodeClaim (Karpenter's, with the same message).
+const NominatedReason = "Nominated"
+
+// nominatedPrefix starts a Nominated event's message; the target follows.
+const nominatedPrefix = "Pod should schedule on: "
+
+// NominatedClaim returns the NodeClaim a Nominated event's message names,
+// for readers of the events (the demo, the fidelity test).
+func NominatedClaim(message string) (string, bool) {
+	return strings.CutPrefix(message, nominatedPrefix+"nodeclaim/")
+}
+
 // nominatedEvent tells a pod where it is expected to run.
 func nominatedEvent(pod *corev1.Pod, target string) events.Event {
 	return events.Event{
 		InvolvedObject: pod,
 		Type:           corev1.EventTypeNormal,
-		Reason:         "Nominated",
-		Message:        fmt.Sprintf("Pod should schedule on: %s", target),
+		Reason:         NominatedReason,
+		Message:        nominatedPrefix + target,
 		DedupeValues:   []string{string(pod.UID), target},
 	}
 }

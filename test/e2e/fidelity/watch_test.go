@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/provisioning"
 )
 
 // dovetailManager is the field manager of the controller's writes (its REST
@@ -23,10 +24,6 @@ import (
 // the kube-scheduler owns is the scheduler's own (a preemption, or the
 // binding cycle announcing its choice).
 const dovetailManager = "dovetail"
-
-// nominatedEventPrefix starts the message of the provisioner's Nominated
-// event, published for each pod of each NodeClaim it creates.
-const nominatedEventPrefix = "Pod should schedule on: nodeclaim/"
 
 // podRecord is what the watch saw of one pod.
 type podRecord struct {
@@ -268,10 +265,10 @@ func nominationManager(pod *corev1.Pod) string {
 
 func (w *watch) onEvent(obj any) {
 	e, ok := informed[*corev1.Event](obj)
-	if !ok || e.Reason != "Nominated" || e.InvolvedObject.Kind != "Pod" {
+	if !ok || e.Reason != provisioning.NominatedReason || e.InvolvedObject.Kind != "Pod" {
 		return
 	}
-	claim, ok := strings.CutPrefix(e.Message, nominatedEventPrefix)
+	claim, ok := provisioning.NominatedClaim(e.Message)
 	if !ok {
 		return
 	}
