@@ -109,6 +109,11 @@ func (p *pass) consolidationWith(cands []*Candidate, method Method, maxClaims in
 	if sim.failed != "" {
 		return nil, noCheaperMessage + ": " + sim.failed
 	}
+	// A move that takes the room of a pod that will move anyway only
+	// hands that pod to provisioning for a new node.
+	if why := p.takesRoom(sim); why != "" {
+		return nil, noCheaperMessage + ": " + why
+	}
 	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, PriceBefore: price, Plan: sim.plan, AvoidedNodes: avoid}
 	switch n := len(sim.replacements); {
 	case n == 0:

@@ -3,6 +3,7 @@ package disruption
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +76,11 @@ type pass struct {
 	background []*corev1.Pod // pods that will move anyway: pending, and on nodes being disrupted
 	removed    []string      // nodes being disrupted but not yet marked for deletion
 	model      *simulator.Model
-	timedOut   []Method
+	// room holds the background pods that have room on the cluster
+	// without any command (see roomNow), solved once.
+	room     map[*corev1.Pod]bool
+	roomOnce sync.Once
+	timedOut []Method
 
 	totals map[string]poolTotal // per pool, for the Balanced score
 	scores []MoveScore

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
@@ -23,7 +24,8 @@ type simulation struct {
 // the candidates, avoiding the given nodes, with at most maxClaims new
 // NodeClaims (nil: no cap) strictly cheaper than maxPrice (0: no cap).
 // Only the candidates' pods must be placed; new claims that hold none of
-// them are left to provisioning.
+// them are left to provisioning. Consolidation also refuses a move that
+// leaves a pod with room now without it (takesRoom).
 // Without explain, a failure names the pod but not why it fits nowhere,
 // which is much cheaper to find out.
 func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxPrice float64, explain bool) simulation {
@@ -58,4 +60,56 @@ func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxP
 		}
 	}
 	return sim
+}
+
+// roomNow returns the pods that will move anyway (pending pods, pods of
+// nodes being disrupted) that have room on the machines the cluster keeps
+// without any command: the existing and in-flight nodes, less those being
+// disrupted. Solved once per pass, on first use (single-node consolidation
+// asks from several goroutines).
+func (p *pass) roomNow() map[*corev1.Pod]bool {
+	p.roomOnce.Do(func() {
+		p.room = map[*corev1.Pod]bool{}
+		if len(p.background) == 0 {
+			return
+		}
+		none := 0
+		plan := p.getModel().Solve(simulator.Request{Pods: p.background, RemoveNodes: p.removed, MaxNewNodeClaims: &none, SkipReasons: true})
+		for _, placement := range plan.Placements {
+			p.room[placement.Pod] = true
+		}
+	})
+	return p.room
+}
+
+// takesRoom names a pod that will move anyway which has room on the
+// cluster now (roomNow) and which the simulated command leaves on no
+// machine that stays and on none of its replacements; "" when there is
+// none. Such a move only gives that pod's room (often the node
+// provisioning planned it onto) to the candidates' pods: the pod would
+// need a new node.
+func (p *pass) takesRoom(sim simulation) string {
+	room := p.roomNow()
+	if len(room) == 0 {
+		return ""
+	}
+	kept := make(map[*corev1.Pod]bool, len(sim.plan.Placements))
+	for _, placement := range sim.plan.Placements {
+		kept[placement.Pod] = true
+	}
+	for _, claim := range sim.replacements {
+		for _, pod := range claim.Pods {
+			kept[pod] = true
+		}
+	}
+	for _, pod := range p.background {
+		if room[pod] && !kept[pod] {
+			what := "pending pod"
+			if pod.Spec.NodeName != "" {
+				what = "pod of a node being disrupted"
+			}
+			return fmt.Sprintf("%s %s would lose the room it has on the cluster", what, klog.KObj(pod))
+		}
+	}
+	return ""
 }

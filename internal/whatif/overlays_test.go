@@ -162,22 +162,28 @@ func TestSimulateWithOverlays(t *testing.T) {
 func format4(f float64) string { return fmt.Sprintf("%.4f", f) }
 
 func TestExplainWithOverlays(t *testing.T) {
-	objs := load(t, filepath.Join("testdata", "base.yaml"), filepath.Join("testdata", "discount-overlay.yaml"))
+	overlay := filepath.Join("testdata", "discount-overlay.yaml")
 	cases := map[string]struct {
+		// snapshot is the cluster, with the discount overlay.
+		snapshot              string
 		kind, namespace, name string
 		// want are lines of the printed explanation.
 		want  []string
 		check func(t *testing.T, e *whatif.Explanation)
 	}{
 		"a pending pod: provisioning launches the discounted type at the overlaid price": {
-			kind: "pod", namespace: "jobs", name: "batch-2",
+			snapshot: "base.yaml",
+			kind:     "pod", namespace: "jobs", name: "batch-2",
 			want: []string{
 				"Dovetail would launch a NodeClaim of NodePool default for it: m5.2xlarge (us-east-1a, on-demand, $0.1920/h, price set by a NodeOverlay), with 2 pod(s)",
 				"NodeOverlays applied: m5-discount (NodePool default)",
 			},
 		},
+		// Without the pending pods: consolidation would not give the room
+		// they have to node-b's pod.
 		"a node: its price and its options' are the overlaid ones": {
-			kind: "node", name: "node-b",
+			snapshot: "idle.yaml",
+			kind:     "node", name: "node-b",
 			want: []string{
 				"Underutilized: deleting 1 node (m5.xlarge; $0.096/h), saving $0.096/h",
 				"m5.xlarge in us-east-1b (on-demand) at $0.0960/h (set by a NodeOverlay) is the cheapest offering",
@@ -194,6 +200,7 @@ func TestExplainWithOverlays(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			objs := load(t, filepath.Join("testdata", tc.snapshot), overlay)
 			e, err := whatif.Explain(objs, tc.kind, tc.namespace, tc.name, whatif.Options{Now: now})
 			if err != nil {
 				t.Fatal(err)

@@ -103,3 +103,112 @@ func (h *harness) unschedulablePod(name, cpu string) *corev1.Pod {
 	}
 	return pod
 }
+
+// TestBoundPodsDoNotTakeThePendingPodsNodes is the failure of the e2e test
+// TestNoPodPlannedTwiceWhileBindingIsHeld ("kube-scheduler paused"), on
+// four nodes: four pods that want a node each are planned one per node;
+// the kube-scheduler binds two of them before it stops (not necessarily
+// to the nodes planned for them), and the next pass plans the other two
+// onto the two nodes left. The nodes with a bound pod are nominated for
+// nobody, and once consolidateAfter has passed consolidation may look at
+// them; but their pods fit only on the nodes the pending pods are planned
+// onto. Moving them there would leave the pending pods without a node
+// (it did: consolidation deleted both nodes and the pending pods' next
+// pass launched two NodeClaims). Every node stays.
+func TestBoundPodsDoNotTakeThePendingPodsNodes(t *testing.T) {
+	h := newHarness(t, nil)
+	np := h.pool("default", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+		}
+	})
+	names := []string{"n1", "n2", "n3", "n4"}
+	claims := map[string]*v1.NodeClaim{}
+	for _, name := range names {
+		nc, node := h.node(name, np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
+		claims[name] = nc
+		// The API server taints a new Node not-ready; the node lifecycle
+		// controller (not running here) would remove the taint.
+		h.get(node)
+		node.Spec.Taints = nil
+		if err := h.direct.Update(h.ctx, node); err != nil {
+			t.Fatalf("untainting node %s: %v", node.Name, err)
+		}
+	}
+	// The pods the scheduler binds sort before the others: the
+	// simulation places them first.
+	for _, name := range []string{"a-bound-1", "a-bound-2", "z-pending-1", "z-pending-2"} {
+		h.oneNodeEachPod(name)
+	}
+	h.settle()
+
+	opts := provisioning.Options{BatchIdleDuration: time.Second, BatchMaxDuration: 3 * time.Second}
+	provisioner := provisioning.NewProvisioner(h.clock, h.cached, h.cluster, h.cloud, h.events, h.metrics, opts)
+	pass := func() {
+		t.Helper()
+		h.settle()
+		if err := provisioner.Reconcile(h.ctx); err != nil {
+			t.Fatalf("provisioning pass: %v", err)
+		}
+		if n := len(h.claimsByName()); n != len(names) {
+			t.Fatalf("%d NodeClaims after a pass, want %d: every pod has a node", n, len(names))
+		}
+	}
+	pass()
+	// The scheduler binds two pods, then stops.
+	for i, pod := range []string{"a-bound-1", "a-bound-2"} {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: h.ns},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: names[i]},
+		}
+		if err := testEnv.Clientset.CoreV1().Pods(h.ns).Bind(h.ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("binding pod %s to %s: %v", pod, names[i], err)
+		}
+	}
+	pass()
+
+	// Past the nomination window and consolidateAfter, with a pass every
+	// 10 s, and past the validation delay.
+	for range 9 {
+		h.clock.Step(10 * time.Second)
+		pass()
+		h.decide()
+	}
+	for _, name := range names {
+		nc := claims[name]
+		if h.get(nc); nc.DeletionTimestamp != nil {
+			t.Errorf("node %s consolidated while the pending pods need every node", name)
+		}
+	}
+}
+
+// oneNodeEachPod creates a pending pod of app "held", which wants a node
+// of its own (hostname anti-affinity), that the kube-scheduler reported
+// unschedulable.
+func (h *harness) oneNodeEachPod(name string) *corev1.Pod {
+	h.t.Helper()
+	held := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "held"}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: map[string]string{"app": "held"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "main", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+			}},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: held}},
+			}},
+		},
+	}
+	if err := h.direct.Create(h.ctx, pod); err != nil {
+		h.t.Fatalf("creating pod %s: %v", name, err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		LastTransitionTime: metav1.NewTime(h.clock.Now()),
+	}}
+	if err := h.direct.Status().Update(h.ctx, pod); err != nil {
+		h.t.Fatalf("marking pod %s unschedulable: %v", name, err)
+	}
+	return pod
+}
