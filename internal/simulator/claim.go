@@ -204,6 +204,71 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 		reqs = and(s.vals, reqs, pinned)
 		changed = true
 	}
+	if r, open := s.openFilter(pi, p, reqs); open {
+		return s.decideFilter(c, pi, v, reqs, r)
+	}
+	return s.finishAlt(c, pi, v, reqs, changed)
+}
+
+// openFilter finds a spread group counting pi whose node filter
+// (nodeAffinityPolicy Honor) a claim of pool p with requirements reqs
+// leaves open, and that one requirement decides: the filter is a single
+// requirement allowing a set of values. It returns that requirement.
+// Filters of several requirements stay open; their counts are bounded
+// instead (countOnClaim).
+func (s *solve) openFilter(pi *podInfo, p *pool, reqs creqs) (*creq, bool) {
+	for _, id := range pi.sig.selectedBy {
+		t := s.tg(id)
+		if t.kind != tgSpread || !t.honorAffinity || len(t.filterAlts) != 1 || len(t.filterAlts[0]) != 1 {
+			continue
+		}
+		r := &t.filterAlts[0][0]
+		if r.complement || r.absent || r.hasGT || r.hasLT {
+			continue
+		}
+		if s.claimFilter(t, p, reqs) == filterMaybe {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// decideFilter plans pi onto claim c with requirements reqs narrowed to
+// each side of the open filter requirement r (its values, or none of them)
+// and keeps the cheaper plan. A pod whose claim may launch on either side
+// of a spread's filter (an open capacity type under a spread of on-demand
+// pods, say) would count for that spread or not depending on what the
+// cloud launches; decided, it is counted exactly.
+func (s *solve) decideFilter(c *claim, pi *podInfo, v *podView, reqs creqs, r *creq) (addPlan, bool) {
+	sides := [2]creq{
+		{key: r.key, vals: r.vals},
+		{key: r.key, complement: true, absent: true, vals: r.vals},
+	}
+	var best addPlan
+	found := false
+	for i := range sides {
+		narrowed := and(s.vals, reqs, creqs{sides[i]})
+		if x, _ := narrowed.get(r.key); !x.satisfiable() {
+			continue
+		}
+		var plan addPlan
+		var ok bool
+		if next, open := s.openFilter(pi, c.pool, narrowed); open {
+			plan, ok = s.decideFilter(c, pi, v, narrowed, next)
+		} else {
+			plan, ok = s.finishAlt(c, pi, v, narrowed, true)
+		}
+		if ok && (!found || plan.price < best.price) {
+			best, found = plan.keep(), true
+		}
+	}
+	return best, found
+}
+
+// finishAlt completes tryAlt once the requirements reqs are settled: the
+// instance types, offerings, limits and price of c with pi added.
+func (s *solve) finishAlt(c *claim, pi *podInfo, v *podView, reqs creqs, changed bool) (addPlan, bool) {
+	p := c.pool
 	plan := addPlan{pool: p, reqs: reqs, pairs: c.pairs, allPairs: c.allPairs, reqMask: c.reqMask}
 	if changed {
 		plan.reqMask = s.narrowMask(c, reqs, &plan)
@@ -452,7 +517,7 @@ func (s *solve) claimAllows(c *claim, v *podView, g *keyGroup, slot int32) bool 
 		t := s.tg(r.tg)
 		switch r.role {
 		case roleSpread:
-			n := s.count(t, slot) + s.pendingOn(c, t, false)
+			n := s.count(t, slot) + s.undecidedCount(t, slot) + s.pendingOn(c, t, false)
 			if r.self {
 				n++
 			}
@@ -483,7 +548,7 @@ func (s *solve) pendingOn(c *claim, t *tg, owner bool) int32 {
 	if _, ok := s.claimSlot(c, t); ok {
 		return 0
 	}
-	if t.kind == tgSpread && !owner && !s.claimPassesFilter(t, c) {
+	if t.kind == tgSpread && !owner && s.claimFilter(t, c.pool, c.reqs) == filterFail {
 		return 0
 	}
 	n := int32(0)
@@ -548,7 +613,7 @@ func (s *solve) chooseDomain(c *claim, v *podView, g *keyGroup, reqs creqs) (int
 		}
 		count := int32(0)
 		if spread != nil {
-			count = s.count(spread, slot) + pending
+			count = s.count(spread, slot) + s.undecidedCount(spread, slot) + pending
 		}
 		if found && count > bestCount {
 			continue

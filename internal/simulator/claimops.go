@@ -127,6 +127,7 @@ func (s *solve) addToClaim(c *claim, pi *podInfo, v *podView, plan *addPlan, pla
 	}
 	old := c.reqs
 	c.reqs = plan.reqs
+	s.refilter(c, old)
 	c.pairs, c.allPairs = plan.pairs, plan.allPairs
 	if &plan.reqMask[0] != &c.reqMask[0] {
 		c.reqMask.CopyFrom(plan.reqMask)
@@ -185,11 +186,11 @@ func (s *solve) settle(c *claim, key int32) {
 	for _, q := range c.pods {
 		for _, id := range q.sig.selectedBy {
 			t := s.tg(id)
-			if t.key != key || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
+			if t.key != key {
 				continue
 			}
 			if slot, ok := s.claimSlot(c, t); ok {
-				s.addCount(t, slot, 1, false)
+				s.countOnClaim(t, c, slot, 1)
 			}
 		}
 		for _, id := range q.sig.ownsAnti {
@@ -215,10 +216,7 @@ func (s *solve) recordClaim(pi *podInfo, c *claim) {
 			}
 			continue
 		}
-		if t.kind == tgSpread && !s.claimPassesFilter(t, c) {
-			continue
-		}
-		s.addCount(t, slot, 1, false)
+		s.countOnClaim(t, c, slot, 1)
 	}
 	for _, id := range pi.sig.ownsAnti {
 		t := s.tg(id)
@@ -228,34 +226,151 @@ func (s *solve) recordClaim(pi *podInfo, c *claim) {
 	}
 }
 
-// claimPassesFilter reports whether a claim's node would count for a spread
-// constraint with nodeAffinityPolicy or nodeTaintsPolicy Honor.
-func (s *solve) claimPassesFilter(t *tg, c *claim) bool {
+// filterState is what a spread constraint's node filter (nodeAffinityPolicy
+// or nodeTaintsPolicy Honor) makes of a claim's node: counted, not
+// counted, or not decided yet, because the claim may still launch on either
+// side of the filter (an open capacity type, say). Requirements only
+// narrow, so a decided state stays decided.
+type filterState uint8
+
+const (
+	filterPass filterState = iota
+	filterFail
+	filterMaybe
+)
+
+// claimFilter decides a spread group's node filter for a claim of pool p
+// with requirements reqs: filterPass when every node the claim may launch
+// passes it, filterFail when none does, filterMaybe otherwise.
+func (s *solve) claimFilter(t *tg, p *pool, reqs creqs) filterState {
 	if t.honorTaints {
-		if _, ok := tolerates(t.filterTolerations, c.pool.taints, false); !ok {
-			return false
+		if _, ok := tolerates(t.filterTolerations, p.taints, false); !ok {
+			return filterFail
 		}
 	}
 	if !t.honorAffinity || len(t.filterAlts) == 0 {
-		return true
+		return filterPass
 	}
+	state := filterFail
 	for _, alt := range t.filterAlts {
-		ok := true
+		possible, certain := true, true
 		for i := range alt {
-			e, has := c.reqs.get(alt[i].key)
+			e, has := reqs.get(alt[i].key)
 			if !has {
+				certain = false
 				continue
 			}
 			if x := intersect(s.vals, e, &alt[i]); !x.satisfiable() {
-				ok = false
+				possible = false
 				break
 			}
+			if !entails(s.vals, e, &alt[i]) {
+				certain = false
+			}
 		}
-		if ok {
-			return true
+		switch {
+		case possible && certain:
+			return filterPass
+		case possible:
+			state = filterMaybe
 		}
 	}
-	return false
+	return state
+}
+
+// entails reports whether every label value (or absence) e admits, r
+// admits too. It may answer false for some complement requirements that
+// do entail r, which only makes a filter's state undecided.
+func entails(vals *interner, e, r *creq) bool {
+	if e.absent && !r.absent {
+		return false
+	}
+	if !e.complement {
+		for _, v := range e.vals {
+			if !r.has(vals, v) {
+				return false
+			}
+		}
+		return true
+	}
+	x := intersect(vals, e, r)
+	x.minValues = e.minValues
+	return x.equal(e)
+}
+
+// countOnClaim adds delta pods on claim c, settled in slot, to spread or
+// affinity group t: into its counts when c's node is counted for t, into
+// its undecided counts when c's state for t's filter is open (they bound
+// the count from above, not the minimum from below), nowhere when c's node
+// is not counted.
+func (s *solve) countOnClaim(t *tg, c *claim, slot int32, delta int32) {
+	if t.kind != tgSpread {
+		s.addCount(t, slot, delta, false)
+		return
+	}
+	switch s.claimFilter(t, c.pool, c.reqs) {
+	case filterPass:
+		s.addCount(t, slot, delta, false)
+	case filterMaybe:
+		s.addUndecided(t, slot, delta)
+	}
+}
+
+// addUndecided changes a spread group's count of pods on claims whose
+// filter state is open (countOnClaim), in one slot.
+func (s *solve) addUndecided(t *tg, slot int32, delta int32) {
+	if s.undecided == nil {
+		s.undecided = map[int32][]int32{}
+	}
+	arr := s.undecided[t.id]
+	if int(slot) >= len(arr) {
+		arr = append(arr, make([]int32, int(slot)+1-len(arr))...)
+	}
+	arr[slot] += delta
+	s.undecided[t.id] = arr
+}
+
+// undecidedCount is the number of pods in slot that group t counts only if
+// their claims launch on the filter's side (addUndecided).
+func (s *solve) undecidedCount(t *tg, slot int32) int32 {
+	if arr := s.undecided[t.id]; int(slot) < len(arr) {
+		return arr[slot]
+	}
+	return 0
+}
+
+// refilter moves the pods claim c held before its requirements narrowed
+// from old out of the undecided counts of the spread groups whose filter
+// the narrowing decided: into the counts when c's node now passes it, out
+// of every count when it now fails. Pods not counted yet (their slot was
+// open under old) are left to settle.
+func (s *solve) refilter(c *claim, old creqs) {
+	if len(s.undecided) == 0 {
+		return
+	}
+	was := claim{pool: c.pool, reqs: old}
+	for _, q := range c.pods {
+		for _, id := range q.sig.selectedBy {
+			if s.undecided[id] == nil {
+				continue
+			}
+			t := s.tg(id)
+			slot, settled := s.claimSlot(&was, t)
+			if !settled || s.claimFilter(t, c.pool, old) != filterMaybe {
+				continue
+			}
+			if t.hostname {
+				slot = c.loc
+			}
+			switch s.claimFilter(t, c.pool, c.reqs) {
+			case filterPass:
+				s.addUndecided(t, slot, -1)
+				s.addCount(t, slot, 1, false)
+			case filterFail:
+				s.addUndecided(t, slot, -1)
+			}
+		}
+	}
 }
 
 // reserve holds the capacity of the claim's cheapest option against its

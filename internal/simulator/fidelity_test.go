@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator/replay"
 )
@@ -22,7 +23,10 @@ import (
 //   - topology spread (DoNotSchedule) on every key but the hostname, checked
 //     as each pod binds: matching pods in the node's domain, plus one if the
 //     pod matches itself, minus the fewest in any eligible domain (0 with
-//     fewer domains than minDomains), at most maxSkew;
+//     fewer domains than minDomains), at most maxSkew; pods and domains
+//     count only on nodes that match the pod's node affinity
+//     (nodeAffinityPolicy Honor, the default) and whose NoSchedule and
+//     NoExecute taints it tolerates (nodeTaintsPolicy Honor);
 //   - required pod affinity on every key but the hostname: the node's domain
 //     holds a matching pod, or none exists anywhere and the pod matches
 //     its own term.
@@ -155,12 +159,15 @@ func checkFidelity(pr *replay.Problem, planCost float64) fidelity {
 				continue
 			}
 			honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+			honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 			sel := narrowed(tsc.LabelSelector, p.Labels, tsc.MatchLabelKeys)
 			filter := func(n *corev1.Node) bool {
-				ok, _ := affinity.Match(n)
-				return !honor || ok
+				if ok, _ := affinity.Match(n); honor && !ok {
+					return false
+				}
+				return !honorTaints || toleratesScheduling(p, n)
 			}
-			def := fmt.Sprintf("S|%s|%s|%s|%v|%s", tsc.TopologyKey, p.Namespace, sel, honor, nodeSelectorDef(p))
+			def := fmt.Sprintf("S|%s|%s|%s|%v|%s|%v|%v", tsc.TopologyKey, p.Namespace, sel, honor, nodeSelectorDef(p), honorTaints, p.Spec.Tolerations)
 			c := r.counter(def, func() *termCounter {
 				return &termCounter{key: tsc.TopologyKey, namespaces: []string{p.Namespace}, selector: sel, nodeOK: filter}
 			})
@@ -294,6 +301,22 @@ func checkFidelity(pr *replay.Problem, planCost float64) fidelity {
 		}
 	}
 	return f
+}
+
+// toleratesScheduling reports whether the pod tolerates every NoSchedule
+// and NoExecute taint of the node: the nodes a spread constraint with
+// nodeTaintsPolicy Honor counts.
+func toleratesScheduling(p *corev1.Pod, n *corev1.Node) bool {
+	for i := range n.Spec.Taints {
+		taint := &n.Spec.Taints[i]
+		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), taint, false) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func nodeSelectorDef(p *corev1.Pod) string {

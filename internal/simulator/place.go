@@ -117,7 +117,10 @@ func (s *solve) nodeTopologyOK(v *podView, n *node) bool {
 func (s *solve) allows(v *podView, r tgRef, t *tg, slot int32) bool {
 	switch r.role {
 	case roleSpread:
-		c := s.count(t, slot)
+		// Pods whose claims the group's filter may yet count count here,
+		// not in the minimum (spreadMin): both bounds hold however their
+		// claims launch.
+		c := s.count(t, slot) + s.undecidedCount(t, slot)
 		if r.self {
 			c++
 		}

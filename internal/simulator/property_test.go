@@ -69,9 +69,10 @@ func randomMix(rng *rand.Rand) *simulator.Snapshot {
 // maxSkew 1 or 2), 50% generic, 10% pinned to a zone or capacity type or
 // with hostname anti-affinity; a second NodePool (weight 10, tainted, for
 // the pods that tolerate it) half the time, and a cpu limit on the default
-// pool a third of the time. Spread constraints with nodeAffinityPolicy or
-// nodeTaintsPolicy Honor are not drawn: the plans break their skew
-// (docs/design/simulator.md, "What is not modelled (yet)").
+// pool a third of the time. A quarter of the spread pods select a capacity
+// type their spread's filter then honours (nodeAffinityPolicy Honor),
+// another quarter honour taints (nodeTaintsPolicy Honor), so one group's
+// pods differ in which nodes their spreads count.
 func randomZonalMix(rng *rand.Rand, types []*cloudprovider.InstanceType) *simulator.Snapshot {
 	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 	of := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
@@ -96,7 +97,19 @@ func randomZonalMix(rng *rand.Rand, types []*cloudprovider.InstanceType) *simula
 		case k < 4:
 			p.Req("cpu", of("100m", "250m", "500m")).Req("memory", of("100Mi", "512Mi", "1Gi"))
 			app := of("z0", "z1", "z2")
-			p.Label("app", app).ZoneSpread(int32(1+rng.IntN(2)), sel("app", app))
+			var opts []dtesting.SpreadOption
+			switch rng.IntN(4) {
+			case 0:
+				// The spread counts only nodes of the pod's capacity type;
+				// the group's other pods may land on claims of either.
+				p.NodeSelector(ctKey, of("on-demand", "spot"))
+				opts = append(opts, dtesting.NodeAffinityPolicy(corev1.NodeInclusionPolicyHonor))
+			case 1:
+				// The spread leaves out the nodes of taints the pod does not
+				// tolerate (the dedicated pool's, unless it tolerates them).
+				opts = append(opts, dtesting.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor))
+			}
+			p.Label("app", app).ZoneSpread(int32(1+rng.IntN(2)), sel("app", app), opts...)
 		case k < 9:
 		case rng.IntN(2) == 0:
 			if rng.IntN(2) == 0 {

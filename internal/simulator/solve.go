@@ -36,6 +36,7 @@ type solve struct {
 	counts         [][]int32 // per group; nil: the model's
 	owners         [][]int32
 	totals         []int32
+	undecided      map[int32][]int32 // spread group -> per slot: pods on claims its filter may or may not count (countOnClaim)
 	touched        []bool
 	occupied       []int32            // hostname groups: claims with a counted pod
 	occupiedOwners []int32            // hostname groups: claims with an anti-affinity owner

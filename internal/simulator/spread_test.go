@@ -31,6 +31,9 @@ func TestTopologySpread(t *testing.T) {
 		return p.NodeAffinity(zoneKey, corev1.NodeSelectorOpIn, zones...)
 	}
 	webPod := func(name string) *corev1.Pod { return dtesting.MakePod(name).Label("app", "web").Obj() }
+	odNode := func(name, zone string, pods ...*corev1.Pod) simulator.Node {
+		return dtesting.MakeNode(name).Zone(zone).Label(ctKey, "on-demand").Alloc("cpu", "50m", "memory", "16Gi", "pods", "20").Pod(pods...).Obj()
+	}
 	racks := []simulator.NodePool{
 		nodepool(dtesting.MakeNodePool("rack-a").Label("rack", "a")),
 		nodepool(dtesting.MakeNodePool("rack-b").Label("rack", "b")),
@@ -103,6 +106,36 @@ func TestTopologySpread(t *testing.T) {
 			},
 			pods:   spreadPod("w", dtesting.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor)).Replicas(4),
 			claims: 2, check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2}),
+		},
+		"nodeTaintsPolicy Honor without tolerations is not the same constraint as Ignore": {
+			// The tainted node's web pods count for "other" (Ignore) but
+			// not for the web pods (Honor, no toleration): zone-3 is empty
+			// for them, so the third goes there, not to zone-1 or zone-2.
+			nodes: []simulator.Node{dtesting.MakeNode("tainted").Zone(fake.Zone3).Alloc("cpu", "100m", "memory", "16Gi", "pods", "20").
+				Taint("reserved", "", corev1.TaintEffectNoSchedule).Pod(webPod("e1"), webPod("e2")).Obj()},
+			pods: append([]*corev1.Pod{dtesting.MakePod("other").Req("cpu", "1").ZoneSpread(1, web).Obj()},
+				spreadPod("w", dtesting.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor)).Replicas(3)...),
+			claims: -1, check: perZone("w-", map[string]int{fake.Zone1: 1, fake.Zone2: 1, fake.Zone3: 1}),
+		},
+		"a claim a spread's node filter may or may not count is decided first": {
+			// Full on-demand nodes in every zone, web pods in the second
+			// and third. "free" (two, pinned to the first zone) opens a claim
+			// that could launch spot or on-demand, which the on-demand
+			// pod's spread counts only if on-demand. Decided (spot, the
+			// cheaper side), it leaves the first zone the emptiest
+			// on-demand zone, and "od" (which shares no node with "free")
+			// goes there.
+			pools: []simulator.NodePool{nodepool(dtesting.MakeNodePool("default"), ec2Types(t)...)},
+			nodes: []simulator.Node{
+				odNode("n1", "us-east-1a"), odNode("n2", "us-east-1b", webPod("e2")), odNode("n3", "us-east-1c", webPod("e3")),
+			},
+			pods: append(spreadPod("free").Label("role", "free").NodeSelector(zoneKey, "us-east-1a").Replicas(2),
+				spreadPod("od").Req("cpu", "100m").NodeSelector(ctKey, "on-demand").PodAntiAffinity(hostKey, sel("role", "free")).Obj()),
+			claims: 3, check: func(t *testing.T, r *result) {
+				if got := r.zone("od"); got != "us-east-1a" {
+					t.Errorf("od in %s, want us-east-1a", got)
+				}
+			},
 		},
 		"matchLabelKeys counts only the pod's own revision": {
 			nodes: []simulator.Node{fullNode("old", fake.Zone1,

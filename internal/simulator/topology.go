@@ -227,6 +227,9 @@ func (c *compiler) spreadGroup(pod *corev1.Pod, sig *podSig, tsc *corev1.Topolog
 		}
 	}
 	if t.honorTaints {
+		// Marked even without tolerations: such a group excludes every
+		// tainted node, unlike the same constraint under Ignore.
+		def.WriteString("|honorTaints")
 		t.filterTolerations = pod.Spec.Tolerations
 		for i := range pod.Spec.Tolerations {
 			def.WriteString("|T" + pod.Spec.Tolerations[i].String())

@@ -350,7 +350,12 @@ func (s *solve) countedAlike(pi *podInfo, c, t *claim, reqs creqs) bool {
 	probe := claim{pool: t.pool, reqs: reqs}
 	for _, id := range pi.sig.selectedBy {
 		g := s.tg(id)
-		if g.kind == tgSpread && s.claimPassesFilter(g, c) != s.claimPassesFilter(g, &probe) {
+		if g.kind != tgSpread {
+			continue
+		}
+		// Where c left the filter open, the pod was placed as if counted
+		// or not; elsewhere it must stay counted (or not) as it was.
+		if was := s.claimFilter(g, c.pool, c.reqs); was != filterMaybe && was != s.claimFilter(g, probe.pool, probe.reqs) {
 			return false
 		}
 	}
@@ -380,10 +385,10 @@ func (s *solve) uncountOnClaim(pi *podInfo, c *claim) {
 	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
 		slot, ok := s.claimSlot(c, t)
-		if !ok || (t.kind == tgSpread && !s.claimPassesFilter(t, c)) {
+		if !ok {
 			continue
 		}
-		s.addCount(t, slot, -1, false)
+		s.countOnClaim(t, c, slot, -1)
 	}
 }
 
