@@ -276,6 +276,7 @@ func (p *pass) getModel() *simulator.Model {
 	snapshot.PersistentVolumeClaims = p.in.PersistentVolumeClaims
 	snapshot.StorageClasses = p.in.StorageClasses
 	snapshot.Namespaces = p.in.Namespaces
+	snapshot.Refused = p.in.Refused
 	p.model = simulator.New(snapshot, p.opts.Simulator)
 	return p.model
 }

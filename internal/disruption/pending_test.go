@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
@@ -54,6 +55,7 @@ func TestConsolidationKeepsThePendingPodsRoom(t *testing.T) {
 	cases := map[string]struct {
 		nodes   []*machine.Machine
 		pending []*corev1.Pod
+		refused map[types.UID][]string
 		want    *summary
 		blocked string
 	}{
@@ -77,6 +79,19 @@ func TestConsolidationKeepsThePendingPodsRoom(t *testing.T) {
 			want: &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionDelete,
 				Candidates: []string{"n1"}},
 		},
+		"a pending pod does not hold room its hand-off gave up on": {
+			// The kube-scheduler kept clearing the pod's nomination to n2
+			// (Refused): provisioning plans it elsewhere, so n2's room is
+			// not the pod's, as in the provisioner's own plan.
+			nodes: []*machine.Machine{
+				node("n1").pods(heldPod("a-bound-1")).obj(),
+				node("n2").nominated(awaited).obj(),
+			},
+			pending: []*corev1.Pod{pendingHeldPod("z-pending-1")},
+			refused: map[types.UID][]string{"uid-default-z-pending-1": {"n2"}},
+			want: &summary{Method: disruption.MethodSingleNode, Reason: v1.DisruptionReasonUnderutilized, Decision: disruption.DecisionDelete,
+				Candidates: []string{"n1"}},
+		},
 		"room left over after the pending pods is used": {
 			nodes: []*machine.Machine{
 				node("n1").pods(heldPod("a-bound-1")).obj(),
@@ -94,6 +109,7 @@ func TestConsolidationKeepsThePendingPodsRoom(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := input([]*v1.NodePool{np}, tc.nodes...)
 			in.PendingPods = tc.pending
+			in.Refused = tc.refused
 			out := disruption.Decide(in, disruption.Options{})
 			if diff := cmp.Diff(tc.want, summarize(out.Command)); diff != "" {
 				t.Errorf("command (-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
@@ -37,6 +38,11 @@ type Input struct {
 	// PendingPods are pods waiting for capacity; simulations place them
 	// too, so that consolidation does not take the room they need.
 	PendingPods []*corev1.Pod
+	// Refused names, per pending pod (by UID), the existing nodes its
+	// hand-off gave up on (state.Cluster.Refused), as provisioning passes
+	// them: simulations place the pod elsewhere, as provisioning will, so
+	// room there is not the pod's.
+	Refused map[types.UID][]string
 	// Volume topology and namespace selectors, as provisioning passes them.
 	PersistentVolumes      []*corev1.PersistentVolume
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim

@@ -75,6 +75,7 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 			in.PendingPods = append(in.PendingPods, pods.Items[i].DeepCopy())
 		}
 	}
+	in.Refused = c.cluster.Refused(in.PendingPods)
 	for i := range pvcs.Items {
 		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, &pvcs.Items[i])
 	}

@@ -13,7 +13,8 @@ import (
 
 // fingerprintOf hashes what consolidation depends on: every machine (Node
 // and NodeClaim versions, whether it is marked or nominated, the pods on
-// it, not its heartbeats), NodePools, PDBs, pending pods and the commands in progress. The
+// it, not its heartbeats), NodePools, PDBs, pending pods (and the nodes
+// their hand-offs gave up on) and the commands in progress. The
 // same fingerprint means the same consolidation decision, except for what
 // time alone changes; memoRefresh covers that.
 func fingerprintOf(in disruption.Input) uint64 {
@@ -68,6 +69,9 @@ func fingerprintOf(in disruption.Input) uint64 {
 	}
 	for _, p := range in.PendingPods {
 		write(string(p.UID))
+		for _, node := range in.Refused[p.UID] {
+			write("refused " + node)
+		}
 	}
 	for _, set := range []map[string]bool{in.Disrupting, in.Replacements} {
 		names := make([]string, 0, len(set))
