@@ -204,8 +204,8 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 		reqs = and(s.vals, reqs, pinned)
 		changed = true
 	}
-	if r, open := s.openFilter(pi, p, reqs); open {
-		return s.decideFilter(c, pi, v, reqs, r)
+	if _, open := s.openFilter(pi, p, reqs); open {
+		return s.decideFilters(c, pi, v, reqs)
 	}
 	return s.finishAlt(c, pi, v, reqs, changed)
 }
@@ -213,9 +213,9 @@ func (s *solve) tryAlt(c *claim, pi *podInfo, v *podView, alt creqs) (addPlan, b
 // openFilter finds a spread group counting pi whose node filter
 // (nodeAffinityPolicy Honor) a claim of pool p with requirements reqs
 // leaves open, and that one requirement decides: the filter is a single
-// requirement allowing a set of values. It returns that requirement.
-// Filters of several requirements stay open; their counts are bounded
-// instead (countOnClaim).
+// In requirement on a label new nodes get. It returns that requirement.
+// Other filters stay open; their counts are bounded instead
+// (countOnClaim).
 func (s *solve) openFilter(pi *podInfo, p *pool, reqs creqs) (*creq, bool) {
 	for _, id := range pi.sig.selectedBy {
 		t := s.tg(id)
@@ -223,7 +223,7 @@ func (s *solve) openFilter(pi *podInfo, p *pool, reqs creqs) (*creq, bool) {
 			continue
 		}
 		r := &t.filterAlts[0][0]
-		if r.complement || r.absent || r.hasGT || r.hasLT {
+		if r.complement || r.absent || r.hasGT || r.hasLT || r.key == s.m.hostnameKey || r.key == s.m.nodeNameKey {
 			continue
 		}
 		if s.claimFilter(t, p, reqs) == filterMaybe {
@@ -233,36 +233,41 @@ func (s *solve) openFilter(pi *podInfo, p *pool, reqs creqs) (*creq, bool) {
 	return nil, false
 }
 
-// decideFilter plans pi onto claim c with requirements reqs narrowed to
-// each side of the open filter requirement r (its values, or none of them)
-// and keeps the cheaper plan. A pod whose claim may launch on either side
-// of a spread's filter (an open capacity type under a spread of on-demand
-// pods, say) would count for that spread or not depending on what the
-// cloud launches; decided, it is counted exactly.
-func (s *solve) decideFilter(c *claim, pi *podInfo, v *podView, reqs creqs, r *creq) (addPlan, bool) {
-	sides := [2]creq{
-		{key: r.key, vals: r.vals},
-		{key: r.key, complement: true, absent: true, vals: r.vals},
-	}
+// decideFilters plans pi onto claim c with requirements reqs once every
+// filter openFilter finds is decided, one at a time: the claim narrowed to
+// the filter's values or to none of them, whichever plan is cheaper (the
+// values on a tie). A pod whose claim may launch on either side of a
+// spread's filter (an open capacity type under a spread of on-demand pods,
+// say) would count for that spread or not depending on what the cloud
+// launches; decided, its count is known. Each step decides at least one
+// group, so there are at most two plans per group that counts the pod.
+func (s *solve) decideFilters(c *claim, pi *podInfo, v *podView, reqs creqs) (addPlan, bool) {
 	var best addPlan
-	found := false
-	for i := range sides {
-		narrowed := and(s.vals, reqs, creqs{sides[i]})
-		if x, _ := narrowed.get(r.key); !x.satisfiable() {
-			continue
+	decided := false
+	for {
+		r, open := s.openFilter(pi, c.pool, reqs)
+		if !open {
+			return best, decided
 		}
-		var plan addPlan
-		var ok bool
-		if next, open := s.openFilter(pi, c.pool, narrowed); open {
-			plan, ok = s.decideFilter(c, pi, v, narrowed, next)
-		} else {
-			plan, ok = s.finishAlt(c, pi, v, narrowed, true)
+		sides := [2]creq{
+			{key: r.key, vals: r.vals},
+			{key: r.key, complement: true, absent: true, vals: r.vals},
 		}
-		if ok && (!found || plan.price < best.price) {
-			best, found = plan.keep(), true
+		var chosen creqs
+		for i := range sides {
+			narrowed := and(s.vals, reqs, creqs{sides[i]})
+			if x, _ := narrowed.get(r.key); !x.satisfiable() {
+				continue
+			}
+			if plan, ok := s.finishAlt(c, pi, v, narrowed, true); ok && (chosen == nil || plan.price < best.price) {
+				best, chosen = plan.keep(), narrowed
+			}
 		}
+		if chosen == nil {
+			return addPlan{}, false
+		}
+		reqs, decided = chosen, true
 	}
-	return best, found
 }
 
 // finishAlt completes tryAlt once the requirements reqs are settled: the

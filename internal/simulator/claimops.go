@@ -240,8 +240,11 @@ const (
 )
 
 // claimFilter decides a spread group's node filter for a claim of pool p
-// with requirements reqs: filterPass when every node the claim may launch
-// passes it, filterFail when none does, filterMaybe otherwise.
+// with requirements reqs, from those requirements: filterPass when they
+// admit only nodes that pass it, filterFail when they admit none,
+// filterMaybe otherwise (a key they leave open, even one the claim's
+// remaining instance types settle). A new node's name is none a filter can
+// list, and it lacks the labels pool p's nodes never get.
 func (s *solve) claimFilter(t *tg, p *pool, reqs creqs) filterState {
 	if t.honorTaints {
 		if _, ok := tolerates(t.filterTolerations, p.taints, false); !ok {
@@ -255,8 +258,23 @@ func (s *solve) claimFilter(t *tg, p *pool, reqs creqs) filterState {
 	for _, alt := range t.filterAlts {
 		possible, certain := true, true
 		for i := range alt {
-			e, has := reqs.get(alt[i].key)
+			key := alt[i].key
+			if key == s.m.hostnameKey || key == s.m.nodeNameKey {
+				if !admitsNewName(&alt[i]) {
+					possible = false
+					break
+				}
+				continue
+			}
+			e, has := reqs.get(key)
 			if !has {
+				if !s.m.keyKnown(s.keys, p, key) {
+					if !alt[i].absent {
+						possible = false
+						break
+					}
+					continue
+				}
 				certain = false
 				continue
 			}
@@ -278,9 +296,17 @@ func (s *solve) claimFilter(t *tg, p *pool, reqs creqs) filterState {
 	return state
 }
 
+// admitsNewName reports whether a requirement on the hostname or node
+// name admits a node not created yet, whose name it cannot list: NotIn
+// and Exists do, In, DoesNotExist, Gt and Lt do not.
+func admitsNewName(r *creq) bool {
+	return r.complement && !r.hasGT && !r.hasLT
+}
+
 // entails reports whether every label value (or absence) e admits, r
 // admits too. It may answer false for some complement requirements that
-// do entail r, which only makes a filter's state undecided.
+// do entail r; the filter's state is then undecided and its pods'
+// counts bounded (countOnClaim).
 func entails(vals *interner, e, r *creq) bool {
 	if e.absent && !r.absent {
 		return false

@@ -128,13 +128,70 @@ func randomZonalMix(rng *rand.Rand, types []*cloudprovider.InstanceType) *simula
 	return snap
 }
 
+// randomFilterMix draws workloads where the pods of one spread selector
+// (app=z0..z2) differ in the nodes their spreads count: 20 to 200 pods,
+// each selecting a capacity type, an instance category, both or neither
+// (nodeAffinityPolicy Honor, the default, makes that its spread's filter),
+// a third honouring taints, a quarter tolerating the tainted pool offered
+// half the time; two thirds spread over zones or hostnames.
+func randomFilterMix(rng *rand.Rand, types []*cloudprovider.InstanceType) *simulator.Snapshot {
+	of := func(vals ...string) string { return vals[rng.IntN(len(vals))] }
+	def := dtesting.MakeNodePool("default").Req(catalog.LabelInstanceCategory, corev1.NodeSelectorOpIn, "c", "m", "r")
+	snap := &simulator.Snapshot{NodePools: []simulator.NodePool{nodepool(def, types...)}}
+	if rng.IntN(2) == 0 {
+		snap.NodePools = append(snap.NodePools, nodepool(dtesting.MakeNodePool("dedicated").Weight(10).
+			Req(catalog.LabelInstanceCategory, corev1.NodeSelectorOpIn, "c", "m").
+			Taint("dedicated", "x", corev1.TaintEffectNoSchedule), types...))
+	}
+	for i := range 20 + rng.IntN(181) {
+		app := of("z0", "z1", "z2")
+		p := dtesting.MakePod(fmt.Sprintf("pod-%03d", i)).Label("app", app).
+			Req("cpu", of("100m", "250m", "500m", "1", "2")).Req("memory", of("100Mi", "1Gi", "4Gi"))
+		switch rng.IntN(4) {
+		case 0:
+			p.NodeSelector(ctKey, of("on-demand", "spot"))
+		case 1:
+			p.NodeSelector(catalog.LabelInstanceCategory, of("c", "m", "r"))
+		case 2:
+			p.NodeSelector(ctKey, of("on-demand", "spot")).NodeSelector(catalog.LabelInstanceCategory, of("c", "m"))
+		}
+		var opts []dtesting.SpreadOption
+		if rng.IntN(3) == 0 {
+			opts = append(opts, dtesting.NodeTaintsPolicy(corev1.NodeInclusionPolicyHonor))
+		}
+		if rng.IntN(4) == 0 {
+			p.Toleration("dedicated", corev1.TolerationOpEqual, "x", corev1.TaintEffectNoSchedule)
+		}
+		switch rng.IntN(3) {
+		case 0:
+			p.ZoneSpread(int32(1+rng.IntN(2)), sel("app", app), opts...)
+		case 1:
+			p.HostnameSpread(int32(1+rng.IntN(3)), sel("app", app), opts...)
+		}
+		snap.Pods = append(snap.Pods, p.Obj())
+	}
+	return snap
+}
+
+// checkCounts fails the test unless the solve's spread counts are what
+// its placements imply (simulator.CheckSpreadCounts).
+func checkCounts(t *testing.T, snap *simulator.Snapshot, req simulator.Request) {
+	t.Helper()
+	if err := simulator.CheckSpreadCounts(simulator.New(snap, simulator.Options{}), req); err != nil {
+		t.Errorf("spread counts: %v", err)
+	}
+}
+
 // TestPlanProperties solves 150 random workloads (randomMix), 80 of zonal
-// pods among others (randomZonalMix) and 300 random fuzz snapshots, and checks each plan independently of how the simulator
+// pods among others (randomZonalMix), 60 whose spreads count different
+// nodes (randomFilterMix) and 300 random fuzz snapshots, and checks each plan independently of how the simulator
 // made it (verifyPlan): every pod accounted for once, capacity, taints and
 // node affinity, and the in-order replay of checkFidelity (each pod's zonal
 // spread holds when it binds; each zonal affinity finds its group; no claim
 // free to launch in any zone holds a pod a zonal group counts; the plan's
-// cost is the sum of its claims' cheapest launchable offerings). Each zonal
+// cost is the sum of its claims' cheapest launchable offerings), and that
+// the solve's spread counts are what its placements imply (checkCounts).
+// Each zonal
 // self-affinity group must also end up in one zone. With DOVETAIL_ORACLE_DIR
 // set, every plan is written for the kube-scheduler oracle, which checks each
 // pod on its claim with the scheduler's own filter plugins.
@@ -148,6 +205,7 @@ func TestPlanProperties(t *testing.T) {
 				req := simulator.Request{Pods: snap.Pods}
 				plan := simulator.New(snap, simulator.Options{}).Solve(req)
 				verifyPlan(t, snap, simulator.Options{}, req, plan)
+				checkCounts(t, snap, req)
 				r := newResult(snap, req, plan)
 				groups := map[string]map[string]bool{}
 				for _, p := range snap.Pods {
@@ -174,6 +232,19 @@ func TestPlanProperties(t *testing.T) {
 				snap := randomZonalMix(rand.New(rand.NewPCG(seed, 25)), types)
 				req := simulator.Request{Pods: snap.Pods}
 				verifyPlan(t, snap, simulator.Options{}, req, simulator.New(snap, simulator.Options{}).Solve(req))
+				checkCounts(t, snap, req)
+			})
+		}
+	})
+	t.Run("filter mix", func(t *testing.T) {
+		t.Parallel()
+		types := ec2Types(t)
+		for seed := range uint64(60) {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				snap := randomFilterMix(rand.New(rand.NewPCG(seed, 7)), types)
+				req := simulator.Request{Pods: snap.Pods}
+				verifyPlan(t, snap, simulator.Options{}, req, simulator.New(snap, simulator.Options{}).Solve(req))
+				checkCounts(t, snap, req)
 			})
 		}
 	})

@@ -137,6 +137,25 @@ func TestTopologySpread(t *testing.T) {
 				}
 			},
 		},
+		"a filter on the hostname decides for new nodes": {
+			// A new node's name is never "bad-node": each pod's own spread
+			// counts the claims, so the minimum rises with them.
+			pods: spreadPod("w").NodeAffinity(hostKey, corev1.NodeSelectorOpNotIn, "bad-node").Replicas(6), claims: 3,
+			check: perZone("w-", map[string]int{fake.Zone1: 2, fake.Zone2: 2, fake.Zone3: 2}),
+		},
+		"another pod's hostname filter leaves claims alone": {
+			// "a"'s spread counts only node n1; no claim becomes n1, so
+			// the b pods' claim is not narrowed to it and x, b1 and b2
+			// share one node (their hostname spread allows three).
+			nodes: []simulator.Node{dtesting.MakeNode("n1").Zone(fake.Zone1).Alloc("cpu", "200m", "memory", "16Gi", "pods", "20").Obj()},
+			pods: []*corev1.Pod{
+				dtesting.MakePod("a").Req("cpu", "100m").Label("app", "web").NodeSelector(hostKey, "n1").ZoneSpread(10, web).Obj(),
+				dtesting.MakePod("x").Req("cpu", "600m").Label("role", "b").HostnameSpread(3, sel("role", "b")).Obj(),
+				dtesting.MakePod("b1").Req("cpu", "400m").Label("role", "b").Label("app", "web").HostnameSpread(3, sel("role", "b")).Obj(),
+				dtesting.MakePod("b2").Req("cpu", "400m").Label("role", "b").Label("app", "web").HostnameSpread(3, sel("role", "b")).Obj(),
+			},
+			claims: 1, placed: map[string]string{"a": "n1"}, together: [][]string{{"x", "b1", "b2"}},
+		},
 		"matchLabelKeys counts only the pod's own revision": {
 			nodes: []simulator.Node{fullNode("old", fake.Zone1,
 				dtesting.MakePod("e1").Label("app", "web").Label("rev", "1").Obj(),
