@@ -76,9 +76,10 @@ type pass struct {
 	background []*corev1.Pod // pods that will move anyway: pending, and on nodes being disrupted
 	removed    []string      // nodes being disrupted but not yet marked for deletion
 	model      *simulator.Model
-	// room holds the background pods that have room on the cluster
-	// without any command (see roomNow), solved once.
-	room     map[*corev1.Pod]bool
+	// room holds, for each background pod with room on the cluster
+	// without any command, the node of that room (see roomNow), solved
+	// once.
+	room     map[*corev1.Pod]string
 	roomOnce sync.Once
 	timedOut []Method
 

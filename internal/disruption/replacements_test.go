@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
+	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
 // TestMultiNodeReplacements: eight 2-cpu nodes ($0.10/h each) run a
@@ -249,4 +251,38 @@ func TestValidateRepacksAgainstTheSameNodes(t *testing.T) {
 			t.Errorf("validation moves pod %s onto %s, which the decision kept off", p.Pod.Name, p.Node)
 		}
 	}
+}
+
+// TestRepackKeepsOffNodesPendingPodsWaitFor: a pending pod whose room is on
+// a node a re-pack keeps off keeps that room (the node stays and the
+// re-pack puts nothing on it), so the re-pack is not refused for taking it.
+func TestRepackKeepsOffNodesPendingPodsWaitFor(t *testing.T) {
+	in := scaledDown(benchInput(100), 3)
+	in.NodePools[0].NodePool.Spec.Disruption.Budgets = []v1.Budget{budget("10%")}
+	opts := disruption.Options{Clock: clock.RealClock{}, MultiNodeReplacements: true}
+	var cmd *disruption.Command
+	for pass := 0; pass < 100; pass++ {
+		cmd = disruption.Decide(in, opts).Command
+		if cmd == nil || len(cmd.AvoidedNodes) > 0 {
+			break
+		}
+		in = apply(in, cmd, pass)
+	}
+	if cmd == nil || len(cmd.AvoidedNodes) == 0 {
+		t.Fatal("no re-pack kept off other nodes: the check needs one")
+	}
+	kept := cmd.AvoidedNodes[0]
+	in.PendingPods = []*corev1.Pod{pendingOn("waiting", kept)}
+	got := disruption.Decide(in, opts)
+	if got.Command == nil || !slices.Contains(got.Command.AvoidedNodes, kept) {
+		t.Errorf("with a pod pending for %s: command %+v, blocked %v; want the re-pack that keeps off %s", kept, summarize(got.Command), messages(got.Blocked), kept)
+	}
+}
+
+// pendingOn is a small pod the kube-scheduler marked unschedulable that
+// fits only on the node named.
+func pendingOn(name, node string) *corev1.Pod {
+	p := dtesting.MakePod(name).Req("cpu", "10m").NodeSelector(corev1.LabelHostname, node).Obj()
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	return p
 }

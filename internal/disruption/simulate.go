@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -17,6 +18,8 @@ type simulation struct {
 	failed string
 	// replacements are the new NodeClaims that hold a candidate pod.
 	replacements []*simulator.NewNodeClaim
+	// avoided are the nodes the simulation put no pod on (they stay).
+	avoided []string
 }
 
 // simulate places the candidates' pods, and the pods that will move anyway
@@ -41,7 +44,7 @@ func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxP
 	}
 	req.Pods = append(req.Pods, p.background...)
 	plan := p.getModel().Solve(req)
-	sim := simulation{plan: plan}
+	sim := simulation{plan: plan, avoided: avoid}
 	for _, u := range plan.Unschedulable {
 		if own[u.Pod] {
 			sim.failed = fmt.Sprintf("pod %s/%s cannot be rescheduled", u.Pod.Namespace, u.Pod.Name)
@@ -62,21 +65,21 @@ func (p *pass) simulate(cands []*Candidate, avoid []string, maxClaims *int, maxP
 	return sim
 }
 
-// roomNow returns the pods that will move anyway (pending pods, pods of
-// nodes being disrupted) that have room on the machines the cluster keeps
-// without any command: the existing and in-flight nodes, less those being
-// disrupted. Solved once per pass, on first use (single-node consolidation
-// asks from several goroutines).
-func (p *pass) roomNow() map[*corev1.Pod]bool {
+// roomNow returns, for each pod that will move anyway (pending pods, pods
+// of nodes being disrupted) and has room on the machines the cluster keeps
+// without any command (the existing and in-flight nodes, less those being
+// disrupted), the node of that room. Solved once per pass, on first use
+// (single-node consolidation asks from several goroutines).
+func (p *pass) roomNow() map[*corev1.Pod]string {
 	p.roomOnce.Do(func() {
-		p.room = map[*corev1.Pod]bool{}
+		p.room = map[*corev1.Pod]string{}
 		if len(p.background) == 0 {
 			return
 		}
 		none := 0
 		plan := p.getModel().Solve(simulator.Request{Pods: p.background, RemoveNodes: p.removed, MaxNewNodeClaims: &none, SkipReasons: true})
 		for _, placement := range plan.Placements {
-			p.room[placement.Pod] = true
+			p.room[placement.Pod] = placement.Node
 		}
 	})
 	return p.room
@@ -87,7 +90,8 @@ func (p *pass) roomNow() map[*corev1.Pod]bool {
 // machine that stays and on none of its replacements; "" when there is
 // none. Such a move only gives that pod's room (often the node
 // provisioning planned it onto) to the candidates' pods: the pod would
-// need a new node.
+// need a new node. Room on a node the simulation kept off stays the pod's:
+// the node stays and the command puts nothing on it.
 func (p *pass) takesRoom(sim simulation) string {
 	room := p.roomNow()
 	if len(room) == 0 {
@@ -103,7 +107,7 @@ func (p *pass) takesRoom(sim simulation) string {
 		}
 	}
 	for _, pod := range p.background {
-		if room[pod] && !kept[pod] {
+		if node, ok := room[pod]; ok && !kept[pod] && !slices.Contains(sim.avoided, node) {
 			what := "pending pod"
 			if pod.Spec.NodeName != "" {
 				what = "pod of a node being disrupted"
