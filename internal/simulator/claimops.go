@@ -324,11 +324,11 @@ func entails(vals *interner, e, r *creq) bool {
 	return x.equal(e)
 }
 
-// countOnClaim adds delta pods on claim c, settled in slot, to spread or
-// affinity group t: into its counts when c's node is counted for t, into
-// its undecided counts when c's state for t's filter is open (they bound
-// the count from above, not the minimum from below), nowhere when c's node
-// is not counted.
+// countOnClaim adds delta pods on claim c, settled in slot, to topology
+// group t. A spread group counts them into its counts when c's node is
+// counted for t, into its undecided counts when c's state for t's filter
+// is open (they bound the count from above, not the minimum from below),
+// nowhere when c's node is not counted; other groups always count them.
 func (s *solve) countOnClaim(t *tg, c *claim, slot int32, delta int32) {
 	if t.kind != tgSpread {
 		s.addCount(t, slot, delta, false)
@@ -374,20 +374,20 @@ func (s *solve) refilter(c *claim, old creqs) {
 	if len(s.undecided) == 0 {
 		return
 	}
-	was := claim{pool: c.pool, reqs: old}
 	for _, q := range c.pods {
 		for _, id := range q.sig.selectedBy {
 			if s.undecided[id] == nil {
 				continue
 			}
 			t := s.tg(id)
-			slot, settled := s.claimSlot(&was, t)
-			if !settled || s.claimFilter(t, c.pool, old) != filterMaybe {
+			if r, had := old.get(t.key); !t.hostname && (!had || !isSingle(r)) {
 				continue
 			}
-			if t.hostname {
-				slot = c.loc
+			if s.claimFilter(t, c.pool, old) != filterMaybe {
+				continue
 			}
+			// Narrowing keeps a settled domain, so the slot is the same.
+			slot, _ := s.claimSlot(c, t)
 			switch s.claimFilter(t, c.pool, c.reqs) {
 			case filterPass:
 				s.addUndecided(t, slot, -1)
