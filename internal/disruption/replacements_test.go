@@ -214,17 +214,7 @@ func TestValidateRepacksAgainstTheSameNodes(t *testing.T) {
 	in := scaledDown(benchInput(100), 3)
 	in.NodePools[0].NodePool.Spec.Disruption.Budgets = []v1.Budget{budget("10%")}
 	opts := disruption.Options{Clock: clock.RealClock{}, MultiNodeReplacements: true}
-	var cmd *disruption.Command
-	for pass := 0; pass < 100; pass++ {
-		cmd = disruption.Decide(in, opts).Command
-		if cmd == nil || len(cmd.AvoidedNodes) > 0 {
-			break
-		}
-		in = apply(in, cmd, pass)
-	}
-	if cmd == nil || len(cmd.AvoidedNodes) == 0 {
-		t.Fatal("no re-pack kept off other nodes: the check needs one")
-	}
+	in, cmd := firstKeepOffRepack(t, in, opts)
 	avoided := map[string]bool{}
 	for _, name := range cmd.AvoidedNodes {
 		avoided[name] = true
@@ -260,17 +250,7 @@ func TestRepackKeepsOffNodesPendingPodsWaitFor(t *testing.T) {
 	in := scaledDown(benchInput(100), 3)
 	in.NodePools[0].NodePool.Spec.Disruption.Budgets = []v1.Budget{budget("10%")}
 	opts := disruption.Options{Clock: clock.RealClock{}, MultiNodeReplacements: true}
-	var cmd *disruption.Command
-	for pass := 0; pass < 100; pass++ {
-		cmd = disruption.Decide(in, opts).Command
-		if cmd == nil || len(cmd.AvoidedNodes) > 0 {
-			break
-		}
-		in = apply(in, cmd, pass)
-	}
-	if cmd == nil || len(cmd.AvoidedNodes) == 0 {
-		t.Fatal("no re-pack kept off other nodes: the check needs one")
-	}
+	in, cmd := firstKeepOffRepack(t, in, opts)
 	kept := cmd.AvoidedNodes[0]
 	in.PendingPods = []*corev1.Pod{pendingOn("waiting", kept)}
 	got := disruption.Decide(in, opts)
@@ -285,4 +265,23 @@ func pendingOn(name, node string) *corev1.Pod {
 	p := dtesting.MakePod(name).Req("cpu", "10m").NodeSelector(corev1.LabelHostname, node).Obj()
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
 	return p
+}
+
+// firstKeepOffRepack applies the decisions taken on in until one is a
+// re-pack that keeps off other nodes, and returns the input it was taken
+// on with that command; it fails the test if none comes within 100 passes.
+func firstKeepOffRepack(t *testing.T, in disruption.Input, opts disruption.Options) (disruption.Input, *disruption.Command) {
+	t.Helper()
+	for pass := 0; pass < 100; pass++ {
+		cmd := disruption.Decide(in, opts).Command
+		if cmd == nil {
+			break
+		}
+		if len(cmd.AvoidedNodes) > 0 {
+			return in, cmd
+		}
+		in = apply(in, cmd, pass)
+	}
+	t.Fatal("no re-pack kept off other nodes: the check needs one")
+	return in, nil
 }

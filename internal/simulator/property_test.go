@@ -173,6 +173,21 @@ func randomFilterMix(rng *rand.Rand, types []*cloudprovider.InstanceType) *simul
 	return snap
 }
 
+// checkEC2Seeds solves the workloads draw makes on the EC2 catalog from
+// seeds 0..n-1 (PCG stream), each checked by verifyPlan and checkCounts.
+func checkEC2Seeds(t *testing.T, n, stream uint64, draw func(*rand.Rand, []*cloudprovider.InstanceType) *simulator.Snapshot) {
+	t.Parallel()
+	types := ec2Types(t)
+	for seed := range n {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			snap := draw(rand.New(rand.NewPCG(seed, stream)), types)
+			req := simulator.Request{Pods: snap.Pods}
+			verifyPlan(t, snap, simulator.Options{}, req, simulator.New(snap, simulator.Options{}).Solve(req))
+			checkCounts(t, snap, req)
+		})
+	}
+}
+
 // checkCounts fails the test unless the solve's spread counts are what
 // its placements imply (simulator.CheckSpreadCounts).
 func checkCounts(t *testing.T, snap *simulator.Snapshot, req simulator.Request) {
@@ -224,30 +239,8 @@ func TestPlanProperties(t *testing.T) {
 			})
 		}
 	})
-	t.Run("zonal mix", func(t *testing.T) {
-		t.Parallel()
-		types := ec2Types(t)
-		for seed := range uint64(80) {
-			t.Run(fmt.Sprint(seed), func(t *testing.T) {
-				snap := randomZonalMix(rand.New(rand.NewPCG(seed, 25)), types)
-				req := simulator.Request{Pods: snap.Pods}
-				verifyPlan(t, snap, simulator.Options{}, req, simulator.New(snap, simulator.Options{}).Solve(req))
-				checkCounts(t, snap, req)
-			})
-		}
-	})
-	t.Run("filter mix", func(t *testing.T) {
-		t.Parallel()
-		types := ec2Types(t)
-		for seed := range uint64(60) {
-			t.Run(fmt.Sprint(seed), func(t *testing.T) {
-				snap := randomFilterMix(rand.New(rand.NewPCG(seed, 7)), types)
-				req := simulator.Request{Pods: snap.Pods}
-				verifyPlan(t, snap, simulator.Options{}, req, simulator.New(snap, simulator.Options{}).Solve(req))
-				checkCounts(t, snap, req)
-			})
-		}
-	})
+	t.Run("zonal mix", func(t *testing.T) { checkEC2Seeds(t, 80, 25, randomZonalMix) })
+	t.Run("filter mix", func(t *testing.T) { checkEC2Seeds(t, 60, 7, randomFilterMix) })
 	t.Run("fuzz snapshots", func(t *testing.T) {
 		t.Parallel()
 		for seed := range uint64(300) {

@@ -80,26 +80,37 @@ func TestPlannedNodeOutlastsTheNominationWindow(t *testing.T) {
 	}
 }
 
-// unschedulablePod creates a pending pod that the kube-scheduler reported
-// unschedulable, requesting cpu.
+// unschedulablePod creates a pending pod of app name that requests cpu and
+// that the kube-scheduler reported unschedulable.
 func (h *harness) unschedulablePod(name, cpu string) *corev1.Pod {
 	h.t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: map[string]string{"app": name}},
+	return h.createUnschedulable(pausePod(name, h.ns, name, cpu))
+}
+
+// pausePod is a pod of one pause container labelled app that requests cpu.
+func pausePod(name, ns, app, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Image: "registry.k8s.io/pause:3.10",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 		}}},
 	}
+}
+
+// createUnschedulable creates pod and marks it as the kube-scheduler marks
+// a pod it found no node for.
+func (h *harness) createUnschedulable(pod *corev1.Pod) *corev1.Pod {
+	h.t.Helper()
 	if err := h.direct.Create(h.ctx, pod); err != nil {
-		h.t.Fatalf("creating pod %s: %v", name, err)
+		h.t.Fatalf("creating pod %s: %v", pod.Name, err)
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		LastTransitionTime: metav1.NewTime(h.clock.Now()),
 	}}
 	if err := h.direct.Status().Update(h.ctx, pod); err != nil {
-		h.t.Fatalf("marking pod %s unschedulable: %v", name, err)
+		h.t.Fatalf("marking pod %s unschedulable: %v", pod.Name, err)
 	}
 	return pod
 }
@@ -188,27 +199,9 @@ func TestBoundPodsDoNotTakeThePendingPodsNodes(t *testing.T) {
 func (h *harness) oneNodeEachPod(name string) *corev1.Pod {
 	h.t.Helper()
 	held := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "held"}}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns, Labels: map[string]string{"app": "held"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "main", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
-			}},
-			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: held}},
-			}},
-		},
-	}
-	if err := h.direct.Create(h.ctx, pod); err != nil {
-		h.t.Fatalf("creating pod %s: %v", name, err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		LastTransitionTime: metav1.NewTime(h.clock.Now()),
+	pod := pausePod(name, h.ns, "held", "100m")
+	pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname, LabelSelector: held}},
 	}}
-	if err := h.direct.Status().Update(h.ctx, pod); err != nil {
-		h.t.Fatalf("marking pod %s unschedulable: %v", name, err)
-	}
-	return pod
+	return h.createUnschedulable(pod)
 }
