@@ -28,19 +28,23 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/testing/controllerprocess"
 )
 
-// podClock records, client-side, when each pod was first seen and when it
-// was first seen Running.
+// podClock records, client-side, when each pod was first seen, first
+// marked unschedulable, first seen bound (and to which node) and first
+// seen Running.
 type podClock struct {
 	clock         clock.PassiveClock
 	mu            sync.Mutex
 	seen          map[types.UID]time.Time
 	unschedulable map[types.UID]time.Time
+	bound         map[types.UID]time.Time
+	nodeOf        map[types.UID]string
 	running       map[types.UID]time.Time
 }
 
 func watchPods(b *testing.B, cs kubernetes.Interface, ns string) *podClock {
 	b.Helper()
-	pc := &podClock{clock: clock.RealClock{}, seen: map[types.UID]time.Time{}, unschedulable: map[types.UID]time.Time{}, running: map[types.UID]time.Time{}}
+	pc := &podClock{clock: clock.RealClock{}, seen: map[types.UID]time.Time{}, unschedulable: map[types.UID]time.Time{},
+		bound: map[types.UID]time.Time{}, nodeOf: map[types.UID]string{}, running: map[types.UID]time.Time{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	record := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
@@ -55,6 +59,9 @@ func watchPods(b *testing.B, cs kubernetes.Interface, ns string) *podClock {
 		}
 		if _, ok := pc.unschedulable[pod.UID]; !ok && podutil.IsProvisionable(pod) {
 			pc.unschedulable[pod.UID] = now
+		}
+		if _, ok := pc.bound[pod.UID]; !ok && pod.Spec.NodeName != "" {
+			pc.bound[pod.UID], pc.nodeOf[pod.UID] = now, pod.Spec.NodeName
 		}
 		if _, ok := pc.running[pod.UID]; !ok && pod.Status.Phase == corev1.PodRunning {
 			pc.running[pod.UID] = now
@@ -154,6 +161,7 @@ func scaleOut(b *testing.B, replicas int32) {
 		cluster, cs, start := setUp(b, replicas)
 		controller := start()
 
+		nodeTimes := watchNodes(b, cs)
 		b.ResetTimer()
 		scale := runDeployment(b, cluster, cs, "bench", replicas)
 		b.StopTimer()
@@ -178,12 +186,19 @@ func scaleOut(b *testing.B, replicas int32) {
 			b.Fatalf("the floor ran on %d nodes, the scale-out on %d: the floor must not launch", after, nodes)
 		}
 		ratio := scale.allRunning.Seconds() / floor.allRunning.Seconds()
+		scaleStages, floorStages := stagesOf(scale.start, scale.pods, nodeTimes), stagesOf(floor.start, floor.pods, nodeTimes)
+		b.Logf("scale-out stages: %s", scaleStages)
+		b.Logf("floor stages: %s", floorStages)
 
 		b.ReportMetric(scale.allRunning.Seconds(), "s-to-all-running")
 		b.ReportMetric(floor.allRunning.Seconds(), "s-floor")
 		b.ReportMetric(ratio, "floor-ratio")
 		b.ReportMetric(percentile(scale.pending, 0.50).Seconds(), "s-p50-pending")
 		b.ReportMetric(percentile(scale.pending, 0.99).Seconds(), "s-p99-pending")
+		b.ReportMetric(percentile(scaleStages.waitForNode, 0.50).Seconds(), "s-p50-wait-for-node")
+		b.ReportMetric(percentile(scaleStages.waitForScheduler, 0.50).Seconds(), "s-p50-wait-for-scheduler")
+		b.ReportMetric(percentile(scaleStages.waitForScheduler, 0.99).Seconds(), "s-p99-wait-for-scheduler")
+		b.ReportMetric(percentile(floorStages.waitForScheduler, 0.50).Seconds(), "s-p50-floor-wait-for-scheduler")
 		b.ReportMetric(used.CPUSeconds, "controller-cpu-s")
 		b.ReportMetric(used.PeakRSSMB, "controller-peak-rss-MB")
 		b.ReportMetric(float64(nodes), "nodes")
@@ -235,11 +250,13 @@ func raiseCPULimit(b *testing.B, cluster *localcluster.Cluster, replicas int32) 
 }
 
 // run is one timed Deployment: when it was created, how long until its
-// last pod ran, and each pod's time from first seen to Running, sorted.
+// last pod ran, each pod's time from first seen to Running, sorted, and
+// what was recorded of its pods.
 type run struct {
 	start      time.Time
 	allRunning time.Duration
 	pending    []time.Duration
+	pods       *podClock
 }
 
 // runDeployment creates the inflate Deployment of replicas pods in a new
@@ -266,7 +283,7 @@ func runDeployment(b *testing.B, cluster *localcluster.Cluster, cs kubernetes.In
 	pending, last := pods.pendingTimes()
 	fs, ls, fu, lu := pods.spread(start)
 	b.Logf("%s: pods created between %s and %s, marked unschedulable between %s and %s", ns, seconds(fs), seconds(ls), seconds(fu), seconds(lu))
-	return run{start: start, allRunning: last.Sub(start), pending: pending}
+	return run{start: start, allRunning: last.Sub(start), pending: pending, pods: pods}
 }
 
 func inflate(ns string, replicas int32) *appsv1.Deployment {
