@@ -377,11 +377,31 @@ leaderElection:
 	return proc, "https://127.0.0.1:" + strconv.Itoa(p.scheduler) + "/healthz", nil
 }
 
+// kwokConfiguration raises kwok's workers from their defaults (4 for node
+// stages, pod stages and leases, 1 for the pods-on-node sync): each kwok
+// worker plays the kubelet of whichever node or pod comes next, so with
+// the defaults a scale-out's nodes became Ready one after another (3-14 s
+// after their claims, at 68 nodes) and its pods started about 4 at a time,
+// where real kubelets each work on their own node at once.
+const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodePlayStageParallelism: 32
+  podPlayStageParallelism: 32
+  nodeLeaseParallelism: 16
+  podsOnNodeSyncParallelism: 8
+`
+
 func (cp *ControlPlane) startKwok(p ports) (*process, string, error) {
 	address := "127.0.0.1:" + strconv.Itoa(p.kwok)
+	config := filepath.Join(cp.opts.WorkDir, "kwok.yaml")
+	if err := os.WriteFile(config, []byte(kwokConfiguration), 0o600); err != nil {
+		return nil, "", fmt.Errorf("writing kwok configuration: %w", err)
+	}
 	proc, err := cp.launch(BinaryKwok, []string{
 		"--kubeconfig=" + cp.KubeconfigPath,
 		"--config=" + cp.binary(KwokStagesFile),
+		"--config=" + config,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotationKey + "=" + KwokNodeAnnotationValue,
 		"--node-lease-duration-seconds=40",
