@@ -103,7 +103,8 @@ func nodeReady(node *corev1.Node) bool {
 // stages splits the pods' pending time at the moment each pod could first
 // be bound: the later of its creation and its node becoming schedulable.
 // Before it, the pod waits for a node (provisioning, launch, registration);
-// after it, for the kube-scheduler (its queue and backoff) and then kwok.
+// after it, for the kube-scheduler (its queue, the scheduling cycle and
+// the binding) and then kwok.
 type stages struct {
 	// nodesSeen, nodesReady, nodesUntainted, nodesRegistered and
 	// nodesSchedulable are the times, from the Deployment's creation, at
