@@ -326,17 +326,11 @@ func trackPods(b *testing.B, cs kubernetes.Interface, ns string, target, running
 	pt := &podTracker{target: int(target), clock: clock.RealClock{}, pods: map[types.UID]*corev1.Pod{},
 		evicted: map[types.UID]bool{}, terminated: map[types.UID]bool{}, landed: map[types.UID]string{}, minAvail: -1}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	runInformer(b, factory, factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { pt.update(obj) },
 		UpdateFunc: func(_, obj any) { pt.update(obj) },
 		DeleteFunc: pt.remove,
-	}); err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	b.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
+	})
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		pt.mu.Lock()
 		defer pt.mu.Unlock()

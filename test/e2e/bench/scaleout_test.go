@@ -67,15 +67,9 @@ func watchPods(b *testing.B, cs kubernetes.Interface, ns string) *podClock {
 			pc.running[pod.UID] = now
 		}
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	runInformer(b, factory, factory.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	b.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
+	})
 	return pc
 }
 

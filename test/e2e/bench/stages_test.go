@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,31 +13,62 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 )
 
-// nodeClock records, client-side, when each Node was first seen
-// schedulable for the benchmark's pods: Ready, not cordoned, and without a
-// NoSchedule or NoExecute taint they do not tolerate (they tolerate only
-// the not-ready and unreachable NoExecute taints, by default).
+// runInformer adds handler to informer, starts factory, waits for its
+// caches, and stops it when the benchmark ends.
+func runInformer(b *testing.B, factory informers.SharedInformerFactory, informer cache.SharedIndexInformer, handler cache.ResourceEventHandler) {
+	b.Helper()
+	if _, err := informer.AddEventHandler(handler); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	b.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+}
+
+// nodeStage is one step of a new node on its way to taking pods, as the
+// benchmark's client sees it.
+type nodeStage struct {
+	name  string
+	holds func(*corev1.Node) bool
+}
+
+// nodeStages are the steps a node's times are recorded for, in the order
+// a node usually passes them; the last is the one pods wait for.
+var nodeStages = []nodeStage{
+	{"appeared", func(*corev1.Node) bool { return true }},
+	{"were Ready", nodeReady},
+	{"lost the not-ready taint", func(n *corev1.Node) bool { return nodeReady(n) && !hasTaint(n, corev1.TaintNodeNotReady) }},
+	{"registered", func(n *corev1.Node) bool { return !hasTaint(n, v1.UnregisteredTaintKey) }},
+	{"schedulable", schedulableForInflate},
+}
+
+// schedulable is nodeStages' index of the stage pods wait for.
+var schedulable = len(nodeStages) - 1
+
+// nodeClock records, client-side, when each Node first passed each of
+// nodeStages.
 type nodeClock struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
-	// seen, ready, untainted, registered and schedulable are when each
-	// Node was first seen, first seen Ready, first seen without the
-	// kube-controller-manager's not-ready taint, first seen without
-	// Dovetail's unregistered taint, and first seen schedulable.
-	seen, ready, untainted, registered, schedulable map[string]time.Time
+	// first holds, per stage of nodeStages, when each Node first passed it.
+	first []map[string]time.Time
 }
 
 // watchNodes starts a nodeClock on every Node of the cluster.
 func watchNodes(b *testing.B, cs kubernetes.Interface) *nodeClock {
 	b.Helper()
-	nc := &nodeClock{clock: clock.RealClock{}, seen: map[string]time.Time{}, ready: map[string]time.Time{},
-		untainted: map[string]time.Time{}, registered: map[string]time.Time{}, schedulable: map[string]time.Time{}}
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	nc := &nodeClock{clock: clock.RealClock{}, first: make([]map[string]time.Time, len(nodeStages))}
+	for i := range nc.first {
+		nc.first[i] = map[string]time.Time{}
+	}
 	record := func(obj any) {
 		node, ok := obj.(*corev1.Node)
 		if !ok {
@@ -45,44 +77,37 @@ func watchNodes(b *testing.B, cs kubernetes.Interface) *nodeClock {
 		now := nc.clock.Now()
 		nc.mu.Lock()
 		defer nc.mu.Unlock()
-		first := func(m map[string]time.Time, holds bool) {
-			if _, ok := m[node.Name]; !ok && holds {
-				m[node.Name] = now
+		for i, stage := range nodeStages {
+			if _, ok := nc.first[i][node.Name]; !ok && stage.holds(node) {
+				nc.first[i][node.Name] = now
 			}
 		}
-		first(nc.seen, true)
-		first(nc.ready, nodeReady(node))
-		first(nc.untainted, nodeReady(node) && !hasTaint(node, corev1.TaintNodeNotReady))
-		first(nc.registered, !hasTaint(node, v1.UnregisteredTaintKey))
-		first(nc.schedulable, schedulableForInflate(node))
 	}
-	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	runInformer(b, factory, factory.Core().V1().Nodes().Informer(), cache.ResourceEventHandlerFuncs{
 		AddFunc: record, UpdateFunc: func(_, obj any) { record(obj) },
-	}); err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	b.Cleanup(func() { close(stop) })
-	factory.Start(stop)
-	factory.WaitForCacheSync(stop)
+	})
 	return nc
 }
 
+// inflateTolerations are the tolerations an inflate pod gets from the
+// API server's DefaultTolerationSeconds admission: none of its own.
+var inflateTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+}
+
 // schedulableForInflate reports whether the kube-scheduler may bind an
-// inflate pod to node (resources aside).
+// inflate pod to node (resources aside): Ready, not cordoned, and without
+// a NoSchedule or NoExecute taint the pod does not tolerate.
 func schedulableForInflate(node *corev1.Node) bool {
 	if node.Spec.Unschedulable || !nodeReady(node) {
 		return false
 	}
-	for _, taint := range node.Spec.Taints {
-		switch {
-		case taint.Effect == corev1.TaintEffectNoSchedule:
-			return false
-		case taint.Effect == corev1.TaintEffectNoExecute && taint.Key != corev1.TaintNodeNotReady && taint.Key != corev1.TaintNodeUnreachable:
-			return false
-		}
-	}
-	return true
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, inflateTolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, true)
+	return !untolerated
 }
 
 // hasTaint reports whether node has a taint of that key.
@@ -106,12 +131,10 @@ func nodeReady(node *corev1.Node) bool {
 // after it, for the kube-scheduler (its queue, the scheduling cycle and
 // the binding) and then kwok.
 type stages struct {
-	// nodesSeen, nodesReady, nodesUntainted, nodesRegistered and
-	// nodesSchedulable are the times, from the Deployment's creation, at
-	// which the nodes the pods bound to appeared, became Ready, lost the
-	// not-ready taint, lost the unregistered taint and became schedulable
-	// (zero for nodes that already had), each sorted.
-	nodesSeen, nodesReady, nodesUntainted, nodesRegistered, nodesSchedulable []time.Duration
+	// nodes holds, per stage of nodeStages, the times from the
+	// Deployment's creation at which the nodes the pods bound to passed it
+	// (zero for nodes that already had), sorted.
+	nodes [][]time.Duration
 	// waitForNode, waitForScheduler and waitForStart are, per pod, the time
 	// from creation until its node was schedulable, from then until it was
 	// bound, and from binding until Running, each sorted.
@@ -124,13 +147,13 @@ func stagesOf(start time.Time, pods *podClock, nodes *nodeClock) stages {
 	defer pods.mu.Unlock()
 	nodes.mu.Lock()
 	defer nodes.mu.Unlock()
-	var st stages
+	st := stages{nodes: make([][]time.Duration, len(nodeStages))}
 	used := map[string]bool{}
 	for uid, bound := range pods.bound {
 		seen, running := pods.seen[uid], pods.running[uid]
 		name := pods.nodeOf[uid]
 		couldBind := seen
-		if at, ok := nodes.schedulable[name]; ok && at.After(couldBind) {
+		if at, ok := nodes.first[schedulable][name]; ok && at.After(couldBind) {
 			couldBind = at
 		}
 		if bound.Before(couldBind) {
@@ -145,15 +168,12 @@ func stagesOf(start time.Time, pods *podClock, nodes *nodeClock) stages {
 		}
 		if !used[name] {
 			used[name] = true
-			since := func(m map[string]time.Time) time.Duration { return max(m[name].Sub(start), 0) }
-			st.nodesSeen = append(st.nodesSeen, since(nodes.seen))
-			st.nodesReady = append(st.nodesReady, since(nodes.ready))
-			st.nodesUntainted = append(st.nodesUntainted, since(nodes.untainted))
-			st.nodesRegistered = append(st.nodesRegistered, since(nodes.registered))
-			st.nodesSchedulable = append(st.nodesSchedulable, since(nodes.schedulable))
+			for i := range nodeStages {
+				st.nodes[i] = append(st.nodes[i], max(nodes.first[i][name].Sub(start), 0))
+			}
 		}
 	}
-	for _, d := range [][]time.Duration{st.nodesSeen, st.nodesReady, st.nodesUntainted, st.nodesRegistered, st.nodesSchedulable, st.waitForNode, st.waitForScheduler, st.waitForStart} {
+	for _, d := range append(st.nodes, st.waitForNode, st.waitForScheduler, st.waitForStart) {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	}
 	return st
@@ -161,16 +181,17 @@ func stagesOf(start time.Time, pods *podClock, nodes *nodeClock) stages {
 
 // String is the stages in one log line.
 func (st stages) String() string {
-	if len(st.nodesSchedulable) == 0 {
+	if len(st.nodes[schedulable]) == 0 {
 		return "no pod bound"
 	}
 	p := func(d []time.Duration) string {
 		return fmt.Sprintf("p50 %s, p99 %s", seconds(percentile(d, 0.5)), seconds(percentile(d, 0.99)))
 	}
-	span := func(d []time.Duration) string {
-		return fmt.Sprintf("%s-%s (p50 %s)", seconds(d[0]), seconds(d[len(d)-1]), seconds(percentile(d, 0.5)))
+	spans := make([]string, len(nodeStages))
+	for i, stage := range nodeStages {
+		d := st.nodes[i]
+		spans[i] = fmt.Sprintf("%s %s-%s (p50 %s)", stage.name, seconds(d[0]), seconds(d[len(d)-1]), seconds(percentile(d, 0.5)))
 	}
-	return fmt.Sprintf("%d nodes appeared %s, were Ready %s, lost the not-ready taint %s, registered %s, schedulable %s; pods waited for their node %s, then for the kube-scheduler %s, then for kwok to start them %s",
-		len(st.nodesSchedulable), span(st.nodesSeen), span(st.nodesReady), span(st.nodesUntainted), span(st.nodesRegistered), span(st.nodesSchedulable),
-		p(st.waitForNode), p(st.waitForScheduler), p(st.waitForStart))
+	return fmt.Sprintf("%d nodes %s; pods waited for their node %s, then for the kube-scheduler %s, then for kwok to start them %s",
+		len(st.nodes[schedulable]), strings.Join(spans, ", "), p(st.waitForNode), p(st.waitForScheduler), p(st.waitForStart))
 }
