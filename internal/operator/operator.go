@@ -41,6 +41,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/conversion/webhook"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
+	"github.com/dovetail-autoscaler/dovetail/internal/lazylog"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
 	"github.com/dovetail-autoscaler/dovetail/internal/state"
 )
@@ -80,7 +81,9 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // NewLogger builds the process logger: JSON (or console) at the given level,
-// written to w (standard error when nil).
+// written to w (standard error when nil). Its WithValues is deferred until a
+// line is written (lazylog), so that the logger controller-runtime derives
+// for each reconcile costs nothing unless the reconcile logs.
 func NewLogger(level, format string, w io.Writer) logr.Logger {
 	lvl := zapcore.InfoLevel
 	switch level {
@@ -98,7 +101,7 @@ func NewLogger(level, format string, w io.Writer) logr.Logger {
 	} else {
 		opts = append(opts, zap.JSONEncoder())
 	}
-	return zap.New(opts...)
+	return lazylog.New(zap.New(opts...))
 }
 
 // New builds an operator. restConfig may be nil: it is then read from
