@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/catalog"
 	"github.com/dovetail-autoscaler/dovetail/internal/controlplane"
@@ -61,6 +62,8 @@ func (b *NodeBridge) buildNode(inst ec2.Instance) (*corev1.Node, string) {
 	labels[corev1.LabelHostname] = inst.PrivateDNSName
 	labels[corev1.LabelArchStable] = arch
 	labels[corev1.LabelOSStable] = osName
+	labels[kubeletapis.LabelArch] = arch
+	labels[kubeletapis.LabelOS] = osName
 	if build, ok := it.Labels[labelWindowsBuild]; ok && osName == "windows" {
 		labels[labelWindowsBuild] = build
 	}

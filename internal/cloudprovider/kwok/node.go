@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/requirements"
@@ -35,6 +36,12 @@ func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen can
 	labels[v1.CapacityTypeLabelKey] = offering.CapacityType
 	labels[corev1.LabelHostname] = name
 	labels[PartitionLabelKey] = partition
+	// The kubelet also writes the beta os and arch labels when it
+	// registers; without them the kube-controller-manager's node lifecycle
+	// controller adds them, one more write to every new Node from its
+	// eight workers, which the not-ready taint's removal queues behind.
+	labels[kubeletapis.LabelOS] = labels[corev1.LabelOSStable]
+	labels[kubeletapis.LabelArch] = labels[corev1.LabelArchStable]
 
 	annotations := map[string]string{KwokNodeAnnotationKey: KwokNodeAnnotationValue}
 	if ref := nodeClaim.Spec.NodeClassRef; ref != nil {
@@ -80,15 +87,18 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 }
 
 // fillClaim returns a copy of the claim completed from its Node: provider
-// ID, capacity, allocatable, and the Node's labels except the hostname
-// (instance type, zone, capacity type, the instance-type labels, partition).
+// ID, capacity, allocatable, and the Node's labels except the hostname and
+// the kubelet's beta os and arch labels (instance type, zone, capacity
+// type, the instance-type labels, partition).
 func fillClaim(nodeClaim *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 	out := nodeClaim.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
 	for key, value := range node.Labels {
-		if key != corev1.LabelHostname {
+		switch key {
+		case corev1.LabelHostname, kubeletapis.LabelOS, kubeletapis.LabelArch:
+		default:
 			out.Labels[key] = value
 		}
 	}

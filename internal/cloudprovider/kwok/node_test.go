@@ -48,6 +48,8 @@ func TestNewNode(t *testing.T) {
 		corev1.LabelHostname: "default-abcde", PartitionLabelKey: "p1",
 		corev1.LabelTopologyZone: "us-east-1c", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot,
 		corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+		// What the kubelet writes too (the node lifecycle controller would).
+		"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
 		corev1.LabelTopologyRegion:                                   "us-east-1",
 		"karpenter.k8s.aws/instance-category":                        "m",
 		"karpenter.k8s.aws/instance-family":                          "m5",
@@ -138,8 +140,10 @@ func TestFillClaimAndToNodeClaim(t *testing.T) {
 			t.Errorf("filled claim label %s = %q, want %q", key, got, want)
 		}
 	}
-	if _, ok := filled.Labels[corev1.LabelHostname]; ok {
-		t.Error("filled claim has the hostname label")
+	for _, key := range []string{corev1.LabelHostname, "beta.kubernetes.io/arch", "beta.kubernetes.io/os"} {
+		if _, ok := filled.Labels[key]; ok {
+			t.Errorf("filled claim has the node's %s label", key)
+		}
 	}
 	if got := filled.Labels[PartitionLabelKey]; got != "p1" {
 		t.Errorf("filled claim partition = %q, want p1", got)

@@ -196,6 +196,7 @@ func TestInstanceBecomesNodeAndGoesOnTermination(t *testing.T) {
 	}
 	wantLabels := map[string]string{
 		"kubernetes.io/hostname": key.Name, "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+		"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
 		"node.kubernetes.io/instance-type": "m5.large", "topology.kubernetes.io/zone": "us-east-1a",
 		"topology.kubernetes.io/region": "us-east-1", "topology.k8s.aws/zone-id": inst.ZoneID,
 		"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "on-demand",
