@@ -5,8 +5,14 @@
 // values into a fresh buffer at once, although most reconciles never log a
 // line. In a 10,000-pod scale-out that encoding was a ninth of everything
 // the controller allocated. A Sink keeps the values as they were given and
-// hands them to the underlying sink only when a line is written at an
-// enabled level, once per derived logger.
+// hands them to the underlying sink once per derived logger: when it first
+// writes a line at an enabled level, or when a name or call depth is added
+// to it. Lines read as they would without it. A key/value list of odd
+// length is handed over at once, so that it spoils only its own values, as
+// it would have.
+//
+// The wrapper does not pass on the optional interfaces of the sink it
+// wraps (logr.SlogSink, zapr's Underlier): nothing in Dovetail uses them.
 package lazylog
 
 import (
@@ -27,7 +33,7 @@ func New(logger logr.Logger) logr.Logger {
 	if withDepth, ok := base.(logr.CallDepthLogSink); ok {
 		base = withDepth.WithCallDepth(1)
 	}
-	return logr.New(&Sink{base: base, state: &resolution{}})
+	return logr.New(&Sink{base: base, state: &resolution{}}).V(logger.GetV())
 }
 
 // Sink is a logr.LogSink that records the values given to WithValues and
@@ -77,7 +83,12 @@ func (s *Sink) Error(err error, msg string, keysAndValues ...any) {
 }
 
 // WithValues returns a sink with more values pending; nothing is encoded.
+// An odd-length list is handed to the wrapped sink at once, which reports
+// it and keeps it from pairing with the values given after it.
 func (s *Sink) WithValues(keysAndValues ...any) logr.LogSink {
+	if len(keysAndValues)%2 != 0 {
+		return &Sink{base: s.sink().WithValues(keysAndValues...), state: &resolution{}}
+	}
 	// A fresh slice: siblings derived from one logger must not share the
 	// tail that append would write into.
 	next := make([]any, 0, len(s.pending)+len(keysAndValues))

@@ -1,6 +1,8 @@
 package lazylog
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -107,6 +109,49 @@ func TestLinesCarryTheirValues(t *testing.T) {
 				t.Errorf("%d WithValues reached the wrapped sink, want %d", *calls, tc.wantCalls)
 			}
 		})
+	}
+}
+
+// TestOddListsAsWithout: a key/value list of odd length is handed to the
+// wrapped sink when it is given, so the lines read as the wrapped sink
+// alone writes them: zapr reports the odd list and keeps the values given
+// after it apart from it.
+func TestOddListsAsWithout(t *testing.T) {
+	write := func(l logr.Logger) {
+		l.WithValues("controller", "lifecycle").WithValues("orphan").WithValues("name", "a").Info("line")
+	}
+	lines := func(wrap func(logr.Logger) logr.Logger) []map[string]any {
+		var buf bytes.Buffer
+		write(wrap(zap.New(zap.JSONEncoder(), zap.WriteTo(&buf), zap.UseDevMode(false))))
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			entry := map[string]any{}
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			delete(entry, "ts")
+			delete(entry, "stacktrace") // the wrapper's frames
+			out = append(out, entry)
+		}
+		return out
+	}
+	direct := lines(func(l logr.Logger) logr.Logger { return l })
+	if len(direct) != 2 {
+		t.Fatalf("zapr wrote %d lines, want the odd list's report and the line: %v", len(direct), direct)
+	}
+	if diff := cmp.Diff(direct, lines(New)); diff != "" {
+		t.Errorf("lines (-without +with the wrapper):\n%s", diff)
+	}
+}
+
+func TestNewKeepsTheVerbosity(t *testing.T) {
+	var lines []string
+	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	logger := New(base.V(1))
+	logger.Info("at one")
+	logger.V(1).Info("at two")
+	if diff := cmp.Diff([]string{`"level"=1 "msg"="at one"`}, lines); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
 

@@ -78,7 +78,8 @@
 // kubelet registers it:
 // named by the instance's private DNS name, spec.providerID
 // aws:///<zone>/<instance-id>, the user data's labels and register-with-taints
-// plus kubernetes.io/hostname, arch and os, node.kubernetes.io/instance-type,
+// plus kubernetes.io/hostname, arch and os (and their beta.kubernetes.io
+// forms), node.kubernetes.io/instance-type,
 // topology.kubernetes.io/zone and region and topology.k8s.aws/zone-id (what
 // the kubelet and the AWS cloud controller manager set), capacity and
 // allocatable from internal/catalog for the family and the user data's max

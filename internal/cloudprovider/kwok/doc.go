@@ -21,7 +21,8 @@
 // Its provider ID is "kwok://<name>"; it carries the kwok annotation, the
 // instance type's labels (every karpenter.k8s.aws/instance-* label, arch,
 // OS, region), the offering's zone and capacity type, the claim's labels,
-// the hostname and PartitionLabelKey; the karpenter.sh/unregistered:NoExecute
+// the hostname, the kubelet's beta.kubernetes.io/os and arch, and
+// PartitionLabelKey; the karpenter.sh/unregistered:NoExecute
 // taint until the core registers it, plus the claim's taints and startup
 // taints; the type's capacity and allocatable; and an owner reference to a
 // stored claim. Get, List and Delete work on the instances of the provider's

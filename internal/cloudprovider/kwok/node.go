@@ -19,7 +19,8 @@ import (
 // Labels, later ones winning: the claim's single-value requirements (for
 // example a NodePool requirement team In [a]), the claim's labels, the
 // instance type's labels, the offering's zone and capacity type, the
-// hostname and the provider's partition. Taints: karpenter.sh/unregistered
+// hostname and the provider's partition, and the kubelet's beta os and arch
+// labels. Taints: karpenter.sh/unregistered
 // (the core removes it when it registers the Node), the claim's taints and
 // startup taints. Capacity and allocatable come from the instance type. A
 // claim that is stored (has a UID) owns the Node, as the core would make it
@@ -40,8 +41,11 @@ func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen can
 	// registers; without them the kube-controller-manager's node lifecycle
 	// controller adds them, one more write to every new Node from its
 	// eight workers, which the not-ready taint's removal queues behind.
-	labels[kubeletapis.LabelOS] = labels[corev1.LabelOSStable]
-	labels[kubeletapis.LabelArch] = labels[corev1.LabelArchStable]
+	for stable, beta := range map[string]string{corev1.LabelOSStable: kubeletapis.LabelOS, corev1.LabelArchStable: kubeletapis.LabelArch} {
+		if value, ok := labels[stable]; ok {
+			labels[beta] = value
+		}
+	}
 
 	annotations := map[string]string{KwokNodeAnnotationKey: KwokNodeAnnotationValue}
 	if ref := nodeClaim.Spec.NodeClassRef; ref != nil {

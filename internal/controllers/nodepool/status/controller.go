@@ -42,7 +42,8 @@ func NewController(kubeClient client.Client, m *metrics.Metrics) *Controller {
 // Name identifies the controller.
 func (c *Controller) Name() string { return "nodepool.status" }
 
-// Reconcile recomputes the pool's resources from its launched, not deleting NodeClaims.
+// Reconcile recomputes the pool's resources from its NodeClaims that are not
+// being deleted (one not launched yet counts as a node without capacity).
 func (c *Controller) Reconcile(ctx context.Context, np *v1.NodePool) (reconcile.Result, error) {
 	// Read only, so the cache's objects are read in place: a copy of every
 	// claim of the pool (each carries its instance-type list, up to 600
