@@ -33,25 +33,20 @@ func New(logger logr.Logger) logr.Logger {
 	if withDepth, ok := base.(logr.CallDepthLogSink); ok {
 		base = withDepth.WithCallDepth(1)
 	}
-	return logr.New(&Sink{base: base, state: &resolution{}}).V(logger.GetV())
+	return logr.New(&Sink{base: base}).V(logger.GetV())
 }
 
 // Sink is a logr.LogSink that records the values given to WithValues and
-// applies them to the sink it wraps on the first line written.
+// applies them to the sink it wraps on the first line written. The copies
+// of one derived logger share its *Sink (logr copies the Logger, not the
+// sink), so the values are applied once however many lines it writes.
 type Sink struct {
 	// base is the wrapped sink, pending the values not applied to it yet.
 	base    logr.LogSink
 	pending []any
-	// state is shared by the copies of one derived logger (logr copies the
-	// Logger, not the sink), so that the values are applied once however
-	// many lines it writes.
-	state *resolution
-}
-
-// resolution is the once-computed sink of a derived logger.
-type resolution struct {
-	once sync.Once
-	sink logr.LogSink
+	// once guards resolved, base with the pending values applied.
+	once     sync.Once
+	resolved logr.LogSink
 }
 
 // sink returns the wrapped sink with the pending values applied.
@@ -59,8 +54,8 @@ func (s *Sink) sink() logr.LogSink {
 	if len(s.pending) == 0 {
 		return s.base
 	}
-	s.state.once.Do(func() { s.state.sink = s.base.WithValues(s.pending...) })
-	return s.state.sink
+	s.once.Do(func() { s.resolved = s.base.WithValues(s.pending...) })
+	return s.resolved
 }
 
 // Init does nothing: the wrapped sink was initialised when its logger was
@@ -87,20 +82,20 @@ func (s *Sink) Error(err error, msg string, keysAndValues ...any) {
 // it and keeps it from pairing with the values given after it.
 func (s *Sink) WithValues(keysAndValues ...any) logr.LogSink {
 	if len(keysAndValues)%2 != 0 {
-		return &Sink{base: s.sink().WithValues(keysAndValues...), state: &resolution{}}
+		return &Sink{base: s.sink().WithValues(keysAndValues...)}
 	}
 	// A fresh slice: siblings derived from one logger must not share the
 	// tail that append would write into.
 	next := make([]any, 0, len(s.pending)+len(keysAndValues))
 	next = append(append(next, s.pending...), keysAndValues...)
-	return &Sink{base: s.base, pending: next, state: &resolution{}}
+	return &Sink{base: s.base, pending: next}
 }
 
 // WithName returns a sink whose lines carry the name as well. The pending
 // values are applied first, so that the line reads as it would have
 // without the wrapper.
 func (s *Sink) WithName(name string) logr.LogSink {
-	return &Sink{base: s.sink().WithName(name), state: &resolution{}}
+	return &Sink{base: s.sink().WithName(name)}
 }
 
 // WithCallDepth returns a sink that reports callers depth frames further
@@ -110,5 +105,5 @@ func (s *Sink) WithCallDepth(depth int) logr.LogSink {
 	if withDepth, ok := base.(logr.CallDepthLogSink); ok {
 		base = withDepth.WithCallDepth(depth)
 	}
-	return &Sink{base: base, state: &resolution{}}
+	return &Sink{base: base}
 }
