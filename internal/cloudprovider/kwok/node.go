@@ -37,13 +37,9 @@ func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen can
 	labels[v1.CapacityTypeLabelKey] = offering.CapacityType
 	labels[corev1.LabelHostname] = name
 	labels[PartitionLabelKey] = partition
-	// The kubelet also writes the beta os and arch labels when it
-	// registers; without them the kube-controller-manager's node lifecycle
-	// controller adds them, one more write to every new Node from its
-	// eight workers, which the not-ready taint's removal queues behind.
-	for stable, beta := range map[string]string{corev1.LabelOSStable: kubeletapis.LabelOS, corev1.LabelArchStable: kubeletapis.LabelArch} {
-		if value, ok := labels[stable]; ok {
-			labels[beta] = value
+	for _, l := range kubeletBetaLabels {
+		if value, ok := labels[l.stable]; ok {
+			labels[l.beta] = value
 		}
 	}
 
@@ -80,6 +76,24 @@ func newNode(nodeClaim *v1.NodeClaim, reqs requirements.Requirements, chosen can
 	return node
 }
 
+// kubeletBetaLabels are the beta os and arch labels the kubelet writes next
+// to the stable ones when it registers. A Node without them gets them from
+// the kube-controller-manager's node lifecycle controller: one more write
+// to every new Node from its eight workers, which the not-ready taint's
+// removal queues behind. They are the Node's, not the claim's (fillClaim).
+var kubeletBetaLabels = []betaLabel{
+	{corev1.LabelOSStable, kubeletapis.LabelOS},
+	{corev1.LabelArchStable, kubeletapis.LabelArch},
+}
+
+// betaLabel pairs a stable label key with its beta form.
+type betaLabel struct{ stable, beta string }
+
+// isKubeletBetaLabel reports whether key is one of kubeletBetaLabels' beta keys.
+func isKubeletBetaLabel(key string) bool {
+	return slices.ContainsFunc(kubeletBetaLabels, func(l betaLabel) bool { return l.beta == key })
+}
+
 // hasTaint reports whether taints has one with t's key and effect.
 func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 	for _, have := range taints {
@@ -100,9 +114,7 @@ func fillClaim(nodeClaim *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 		out.Labels = map[string]string{}
 	}
 	for key, value := range node.Labels {
-		switch key {
-		case corev1.LabelHostname, kubeletapis.LabelOS, kubeletapis.LabelArch:
-		default:
+		if key != corev1.LabelHostname && !isKubeletBetaLabel(key) {
 			out.Labels[key] = value
 		}
 	}
