@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
 	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
@@ -49,10 +50,11 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 			return in, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	// Every pod is read in place (not copied) and only the pending ones the
-	// decision takes are copied.
-	if err := c.kubeClient.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return in, fmt.Errorf("listing pods: %w", err)
+	// Only the pods waiting for capacity, read in place and then copied:
+	// listing every pod of the cache (a struct copy of each, even without a
+	// deep copy) to keep a few was the largest allocation of a pass.
+	if err := c.kubeClient.List(ctx, pods, client.MatchingFields{indexes.PodProvisionable: indexes.ProvisionableValue}, client.UnsafeDisableDeepCopy); err != nil {
+		return in, fmt.Errorf("listing pending pods: %w", err)
 	}
 	// A pool whose instance types cannot be read still owns nodes (their
 	// budgets count); it gets no types, so it launches nothing and its
@@ -71,6 +73,8 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])
 	}
 	for i := range pods.Items {
+		// The index already holds only these; the check is cheap and
+		// keeps the input right whatever the reader.
 		if podutil.IsProvisionable(&pods.Items[i]) {
 			in.PendingPods = append(in.PendingPods, pods.Items[i].DeepCopy())
 		}

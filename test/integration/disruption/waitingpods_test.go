@@ -205,3 +205,64 @@ func (h *harness) oneNodeEachPod(name string) *corev1.Pod {
 	}}
 	return h.createUnschedulable(pod)
 }
+
+// TestAPendingPodKeepsTheRoomItWaitsFor: two small on-demand nodes each
+// run a pod of 900m, and a pod of 1 CPU waits, reported unschedulable and
+// not yet nominated (no provisioning pass has run). Either node has room
+// for it; folding one node's pod onto the other would leave it none, so
+// consolidation keeps both. The disruption loop must read that pod from
+// the cluster: a pass that missed pending pods (as one listing only a
+// subset of them would) removed a node here and sent the pod back to
+// provisioning for a new one. Once the pod is gone, one node goes.
+func TestAPendingPodKeepsTheRoomItWaitsFor(t *testing.T) {
+	h := newHarness(t, nil)
+	np := h.pool("default", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+		}
+	})
+	claims := map[string]*v1.NodeClaim{}
+	for _, name := range []string{"n1", "n2"} {
+		nc, node := h.node(name, np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
+		claims[name] = nc
+		// The API server taints a new Node not-ready; the node lifecycle
+		// controller (not running here) would remove the taint.
+		h.get(node)
+		node.Spec.Taints = nil
+		if err := h.direct.Update(h.ctx, node); err != nil {
+			t.Fatalf("untainting node %s: %v", node.Name, err)
+		}
+		h.pod("on-"+name, "bound", name, "900m")
+	}
+	waiting := h.unschedulablePod("waiting", "1")
+
+	consolidated := func() []string {
+		t.Helper()
+		var out []string
+		for name, nc := range claims {
+			if h.get(nc); nc.DeletionTimestamp != nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	// Past consolidateAfter, then past the validation delay.
+	h.clock.Step(time.Minute)
+	h.decide()
+	h.clock.Step(15 * time.Second)
+	h.decide()
+	if gone := consolidated(); len(gone) > 0 {
+		t.Fatalf("consolidated %v, taking the room pod %s waits for", gone, waiting.Name)
+	}
+
+	if err := h.direct.Delete(h.ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(time.Minute)
+	h.decide()
+	h.clock.Step(15 * time.Second)
+	h.decide()
+	if gone := consolidated(); len(gone) != 1 {
+		t.Fatalf("consolidated %v once nothing waited, want one of the two nodes", gone)
+	}
+}
