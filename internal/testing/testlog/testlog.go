@@ -21,11 +21,17 @@ type sink struct {
 	closed bool
 }
 
+// newSink returns a sink for t. When t has failed, its last line names
+// the test: a failing end-to-end test prints thousands of controller log
+// lines after its "--- FAIL" header, and CI keeps only the end of its output.
 func newSink(t *testing.T) *sink {
 	s := &sink{t: t}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if t.Failed() {
+			t.Logf("%s FAILED: its failure messages are among the log lines above", t.Name())
+		}
 		s.closed = true
 	})
 	return s
