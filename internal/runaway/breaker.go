@@ -145,7 +145,7 @@ func New(clk clock.PassiveClock, base, maxBackoff time.Duration) *Breaker {
 // proves its shape schedules, which resets the shape's backoff in the
 // NodePools it was launched in. Claims that went away without registering
 // (a failed launch) no longer count against anyone.
-func (b *Breaker) Observe(claim func(name string) ClaimState, pods []corev1.Pod) {
+func (b *Breaker) Observe(claim func(name string) ClaimState, pods []*corev1.Pod) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for name, c := range b.claims {
@@ -161,9 +161,9 @@ func (b *Breaker) Observe(claim func(name string) ClaimState, pods []corev1.Pod)
 	proven := map[Key]bool{}
 	if len(b.pods) > 0 {
 		seen := make(map[types.UID]*corev1.Pod, len(pods))
-		for i := range pods {
-			if _, ok := b.pods[pods[i].UID]; ok {
-				seen[pods[i].UID] = &pods[i]
+		for _, pod := range pods {
+			if _, ok := b.pods[pod.UID]; ok {
+				seen[pod.UID] = pod
 			}
 		}
 		for uid, rec := range b.pods {

@@ -36,9 +36,9 @@ func newCluster(pods ...*corev1.Pod) *cluster {
 }
 
 func (c *cluster) observe(b *Breaker) {
-	var pods []corev1.Pod
+	var pods []*corev1.Pod
 	for _, p := range c.pods {
-		pods = append(pods, *p)
+		pods = append(pods, p.DeepCopy())
 	}
 	b.Observe(func(name string) ClaimState { return c.claims[name] }, pods)
 }
@@ -267,9 +267,9 @@ func BenchmarkObserve(b *testing.B) {
 	for i := range pods {
 		pods[i] = pod(fmt.Sprintf("p%d", i), "1")
 	}
-	bound := make([]corev1.Pod, len(pods))
+	bound := make([]*corev1.Pod, len(pods))
 	for i, p := range pods {
-		bound[i] = *p.DeepCopy()
+		bound[i] = p.DeepCopy()
 		bound[i].Spec.NodeName = "n"
 	}
 	registered := func(string) ClaimState { return ClaimState{Exists: true, Registered: true} }

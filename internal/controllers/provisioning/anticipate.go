@@ -134,12 +134,11 @@ func heldFor(pods []*corev1.Pod, anticipated map[types.UID]bool) []types.UID {
 // at most maxStandIns in all. It also returns the NodeClaims still held:
 // those of ReplicaSets whose replicas are still to be created or bound,
 // for at most anticipationHold. sets and pods are read, never written.
-func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []corev1.Pod, now time.Time) (standIns []*corev1.Pod, held []string) {
+func (a *anticipation) standIns(sets []appsv1.ReplicaSet, pods []*corev1.Pod, now time.Time) (standIns []*corev1.Pod, held []string) {
 	active := map[types.UID]int32{}
 	unbound := map[types.UID]int32{}      // active pods not bound to a node yet
 	marked := map[types.UID]*corev1.Pod{} // a pod the scheduler could not place
-	for i := range pods {
-		pod := &pods[i]
+	for _, pod := range pods {
 		ref := metav1.GetControllerOfNoCopy(pod)
 		if ref == nil || ref.APIVersion != "apps/v1" || ref.Kind != "ReplicaSet" {
 			continue

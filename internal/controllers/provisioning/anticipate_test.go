@@ -19,6 +19,15 @@ var epoch = time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 // first is the stand-ins of a standIns call.
 func first(standIns []*corev1.Pod, _ []string) []*corev1.Pod { return standIns }
 
+// ptrs points at each of pods, in place.
+func ptrs(pods ...corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
+	}
+	return out
+}
+
 // rsFixture builds ReplicaSets and their pods for the anticipation tests.
 type rsFixture struct{ name string }
 
@@ -93,7 +102,7 @@ func TestStandIns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[string]int{}
-			for _, pod := range first(newAnticipation().standIns(tc.sets, tc.pods, epoch)) {
+			for _, pod := range first(newAnticipation().standIns(tc.sets, ptrs(tc.pods...), epoch)) {
 				got[metav1.GetControllerOf(pod).Name]++
 			}
 			if fmt.Sprint(got) != fmt.Sprint(orEmpty(tc.want)) {
@@ -117,7 +126,7 @@ func TestStandInsAreCopiesNoPodHas(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
 	pods[0].Annotations = map[string]string{"team": "a"}
-	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(pods...), epoch))
 	if len(standIns) != 2 {
 		t.Fatalf("%d stand-ins, want 2", len(standIns))
 	}
@@ -163,11 +172,11 @@ func TestStandInsOncePerReplicaCount(t *testing.T) {
 		{"scaled up again", 20, 19},
 	}
 	for _, step := range steps {
-		if got := len(first(a.standIns([]appsv1.ReplicaSet{web.set(step.replicas)}, marked, epoch))); got != step.want {
+		if got := len(first(a.standIns([]appsv1.ReplicaSet{web.set(step.replicas)}, ptrs(marked...), epoch))); got != step.want {
 			t.Errorf("%s (%d replicas): %d stand-ins, want %d", step.name, step.replicas, got, step.want)
 		}
 	}
-	a.standIns(nil, marked, epoch)
+	a.standIns(nil, ptrs(marked...), epoch)
 	if len(a.done) != 0 {
 		t.Errorf("a ReplicaSet that is gone is still remembered: %v", a.done)
 	}
@@ -177,7 +186,7 @@ func TestStandInsOncePerReplicaCount(t *testing.T) {
 func TestRealPods(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
-	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(pods...), epoch))
 	got := realPods(append([]*corev1.Pod{&pods[0]}, standIns...))
 	if len(got) != 1 || got[0] != &pods[0] {
 		t.Errorf("realPods kept %d pods, want only the marked one", len(got))
@@ -188,7 +197,7 @@ func TestRealPods(t *testing.T) {
 // replicas are missing.
 func TestStandInsAreBounded(t *testing.T) {
 	web, api := rsFixture{"web"}, rsFixture{"api"}
-	got := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(maxStandIns), api.set(50)}, []corev1.Pod{web.pod(0, true), api.pod(0, true)}, epoch))
+	got := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(maxStandIns), api.set(50)}, ptrs(web.pod(0, true), api.pod(0, true)), epoch))
 	if len(got) != maxStandIns {
 		t.Errorf("%d stand-ins, want %d", len(got), maxStandIns)
 	}
@@ -198,7 +207,7 @@ func TestStandInsAreBounded(t *testing.T) {
 func TestDeferredOf(t *testing.T) {
 	web := rsFixture{"web"}
 	pods := []corev1.Pod{web.pod(0, true)}
-	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, pods, epoch))
+	standIns := first(newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(pods...), epoch))
 	got := deferredOf(append([]*corev1.Pod{&pods[0]}, standIns...))
 	if len(got) != 2 || got[pods[0].UID] || !got[standIns[0].UID] || !got[standIns[1].UID] {
 		t.Errorf("deferredOf = %v, want the two stand-ins", got)
@@ -216,7 +225,7 @@ func TestDeferredOf(t *testing.T) {
 func TestHeldClaims(t *testing.T) {
 	web := rsFixture{"web"}
 	one := []corev1.Pod{web.pod(0, true)}
-	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, one, epoch)
+	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(one...), epoch)
 	if owners := standInOwners(append(standIns, &one[0])); len(owners) != 1 || owners[0] != web.uid() {
 		t.Fatalf("standInOwners = %v, want the ReplicaSet's UID once", owners)
 	}
@@ -236,7 +245,7 @@ func TestHeldClaims(t *testing.T) {
 	} {
 		b := newAnticipation()
 		b.hold(web.uid(), "claim-a", epoch)
-		if _, held := b.standIns(step.sets, step.pods, epoch.Add(step.after)); fmt.Sprint(held) != fmt.Sprint(step.want) {
+		if _, held := b.standIns(step.sets, ptrs(step.pods...), epoch.Add(step.after)); fmt.Sprint(held) != fmt.Sprint(step.want) {
 			t.Errorf("%s: held %v, want %v", step.name, held, step.want)
 		}
 	}
@@ -251,11 +260,11 @@ func TestHeldClaims(t *testing.T) {
 	} {
 		b := newAnticipation()
 		b.hold(web.uid(), "claim-a", epoch)
-		if _, held := b.standIns(step.sets, one, epoch.Add(step.after)); len(held) != 0 {
+		if _, held := b.standIns(step.sets, ptrs(one...), epoch.Add(step.after)); len(held) != 0 {
 			t.Errorf("%s: held %v, want none", step.name, held)
 		}
 		// Once released, a claim is not held again.
-		if _, held := b.standIns([]appsv1.ReplicaSet{web.set(3)}, one, epoch.Add(step.after)); len(held) != 0 {
+		if _, held := b.standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(one...), epoch.Add(step.after)); len(held) != 0 {
 			t.Errorf("%s, next pass: held %v, want none", step.name, held)
 		}
 	}
@@ -264,7 +273,7 @@ func TestHeldClaims(t *testing.T) {
 func TestHeldFor(t *testing.T) {
 	web, api := rsFixture{"web"}, rsFixture{"api"}
 	webPod, apiPod := web.pod(0, true), api.pod(0, true)
-	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, []corev1.Pod{webPod}, epoch)
+	standIns, _ := newAnticipation().standIns([]appsv1.ReplicaSet{web.set(3)}, ptrs(webPod), epoch)
 	orphan := webPod.DeepCopy()
 	orphan.OwnerReferences = nil
 	anticipated := map[types.UID]bool{web.uid(): true}

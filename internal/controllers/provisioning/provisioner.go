@@ -15,10 +15,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
+	"github.com/dovetail-autoscaler/dovetail/internal/cachedpods"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/events"
 	"github.com/dovetail-autoscaler/dovetail/internal/metrics"
@@ -85,6 +87,19 @@ type Provisioner struct {
 	// anticipation remembers the ReplicaSets whose missing replicas a pass
 	// has provisioned for (EarlyProvisioning).
 	anticipation *anticipation
+	// podCache is the manager's informer cache, set by Register: a pass
+	// reads every pod from it without copying them (package cachedpods).
+	// Without it (a provisioner never registered) pods are read through
+	// kubeClient.
+	podCache cache.Cache
+}
+
+// podReader is where a pass reads every pod from.
+func (p *Provisioner) podReader() client.Reader {
+	if p.podCache != nil {
+		return p.podCache
+	}
+	return p.kubeClient
 }
 
 // NewProvisioner returns a Provisioner; add it to a manager with Register.
@@ -305,15 +320,16 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]simulator.NodePool, map[
 // reschedulable pods of machines being deleted (so that their replacement
 // capacity launches while they drain).
 func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snapshot) ([]*corev1.Pod, error) {
-	// Every pod of the cluster is read in place (not copied) and the
-	// waiting pods taken are copied. The pods of machines being deleted
-	// come from the model, which shares them with the informer cache: the
-	// simulation reads pods and never writes them.
-	list := &corev1.PodList{}
-	if err := p.kubeClient.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+	// Every pod of the cluster is read in place (the cache's own objects,
+	// see package cachedpods) and the waiting pods taken are copied. The
+	// pods of machines being deleted come from the model, which shares
+	// them with the informer cache: the simulation reads pods and never
+	// writes them.
+	all, err := cachedpods.List(ctx, p.podReader())
+	if err != nil {
+		return nil, err
 	}
-	p.observeLaunches(list.Items)
+	p.observeLaunches(all)
 	// A waiting pod the model already counts on a machine (nominated to it,
 	// by the kube-scheduler or by Dovetail) holds room there: simulating it
 	// again would launch a second node for it. The kwok provider names a
@@ -322,15 +338,14 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 	counted := CountedPods(snapshot)
 	var pods []*corev1.Pod
 	if p.opts.EarlyProvisioning {
-		pods = untriedSiblings(list.Items, counted)
+		pods = untriedSiblings(all, counted)
 		// Shadow mode launches nothing, so the room stand-ins would size
 		// would never exist for the replicas when they come.
 		if !p.opts.DryRun {
-			pods = append(pods, p.standIns(ctx, list.Items)...)
+			pods = append(pods, p.standIns(ctx, all)...)
 		}
 	}
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for _, pod := range all {
 		if !podutil.IsUnschedulable(pod) || counted[pod.UID] {
 			continue
 		}
@@ -350,7 +365,7 @@ func (p *Provisioner) pendingPods(ctx context.Context, snapshot *simulator.Snaps
 // the anticipation, logged, never the pass: the informer waits for its
 // first list at most replicaSetListTimeout (it would wait forever without
 // the RBAC to list ReplicaSets).
-func (p *Provisioner) standIns(ctx context.Context, pods []corev1.Pod) []*corev1.Pod {
+func (p *Provisioner) standIns(ctx context.Context, pods []*corev1.Pod) []*corev1.Pod {
 	listCtx, cancel := context.WithTimeout(ctx, replicaSetListTimeout)
 	defer cancel()
 	sets := &appsv1.ReplicaSetList{}
@@ -374,13 +389,13 @@ const replicaSetListTimeout = 10 * time.Second
 // it has marked unschedulable: it would mark them too, one by one, and
 // they are provisioned in the same pass instead. The simulation still
 // places each on the room existing nodes have first.
-func untriedSiblings(pods []corev1.Pod, counted map[types.UID]bool) []*corev1.Pod {
+func untriedSiblings(pods []*corev1.Pod, counted map[types.UID]bool) []*corev1.Pod {
 	marked := map[string]bool{}
-	for i := range pods {
+	for _, pod := range pods {
 		// A pod nominated by preemption may yet be placed, and so may its
 		// siblings.
-		if podutil.IsProvisionable(&pods[i]) {
-			if key, ok := podutil.SiblingKey(&pods[i]); ok {
+		if podutil.IsProvisionable(pod) {
+			if key, ok := podutil.SiblingKey(pod); ok {
 				marked[key] = true
 			}
 		}
@@ -389,8 +404,7 @@ func untriedSiblings(pods []corev1.Pod, counted map[types.UID]bool) []*corev1.Po
 		return nil
 	}
 	var out []*corev1.Pod
-	for i := range pods {
-		pod := &pods[i]
+	for _, pod := range pods {
 		if counted[pod.UID] || !podutil.AwaitingFirstAttempt(pod) {
 			continue
 		}
@@ -549,7 +563,7 @@ const launchWorkers = 100
 
 // observeLaunches tells the runaway breaker which claims it tracks have
 // initialized and which pods it tracks have bound or gone.
-func (p *Provisioner) observeLaunches(pods []corev1.Pod) {
+func (p *Provisioner) observeLaunches(pods []*corev1.Pod) {
 	claims := map[string]runaway.ClaimState{}
 	for _, n := range p.cluster.Nodes() {
 		if n.NodeClaim != nil {

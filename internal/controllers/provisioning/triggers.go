@@ -144,7 +144,9 @@ func (t *NodeTrigger) Register(_ context.Context, mgr manager.Manager) error {
 // Name identifies the provisioner.
 func (p *Provisioner) Name() string { return "provisioner" }
 
-// Register adds the provisioning loop to the manager.
+// Register adds the provisioning loop to the manager, whose cache its
+// passes read pods from.
 func (p *Provisioner) Register(_ context.Context, mgr manager.Manager) error {
+	p.podCache = mgr.GetCache()
 	return mgr.Add(p)
 }
