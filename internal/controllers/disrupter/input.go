@@ -15,7 +15,6 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
 	"github.com/dovetail-autoscaler/dovetail/internal/indexes"
-	"github.com/dovetail-autoscaler/dovetail/internal/podutil"
 	"github.com/dovetail-autoscaler/dovetail/internal/simulator"
 )
 
@@ -73,11 +72,7 @@ func (c *Controller) input(ctx context.Context) (disruption.Input, error) {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])
 	}
 	for i := range pods.Items {
-		// The index already holds only these; the check is cheap and
-		// keeps the input right whatever the reader.
-		if podutil.IsProvisionable(&pods.Items[i]) {
-			in.PendingPods = append(in.PendingPods, pods.Items[i].DeepCopy())
-		}
+		in.PendingPods = append(in.PendingPods, pods.Items[i].DeepCopy())
 	}
 	in.Refused = c.cluster.Refused(in.PendingPods)
 	for i := range pvcs.Items {

@@ -26,13 +26,7 @@ func TestPlannedNodeOutlastsTheNominationWindow(t *testing.T) {
 	h := newHarness(t, nil)
 	np := h.pool("default", nil)
 	nc, node := h.node("a", np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
-	// The API server taints a new Node not-ready; the node lifecycle
-	// controller (not running here) would remove the taint once it is Ready.
-	h.get(node)
-	node.Spec.Taints = nil
-	if err := h.direct.Update(h.ctx, node); err != nil {
-		t.Fatalf("untainting node %s: %v", node.Name, err)
-	}
+	h.untaint(node)
 	waiting := h.unschedulablePod("waiting", "500m")
 	h.settle()
 
@@ -77,6 +71,18 @@ func TestPlannedNodeOutlastsTheNominationWindow(t *testing.T) {
 	h.decide()
 	if h.get(nc); nc.DeletionTimestamp == nil {
 		t.Fatalf("node %s, empty and planned for nothing, was not consolidated", node.Name)
+	}
+}
+
+// untaint removes the not-ready taint the API server puts on a new Node,
+// as the node lifecycle controller (not running here) would once the
+// Node is Ready.
+func (h *harness) untaint(node *corev1.Node) {
+	h.t.Helper()
+	h.get(node)
+	node.Spec.Taints = nil
+	if err := h.direct.Update(h.ctx, node); err != nil {
+		h.t.Fatalf("untainting node %s: %v", node.Name, err)
 	}
 }
 
@@ -138,13 +144,7 @@ func TestBoundPodsDoNotTakeThePendingPodsNodes(t *testing.T) {
 	for _, name := range names {
 		nc, node := h.node(name, np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
 		claims[name] = nc
-		// The API server taints a new Node not-ready; the node lifecycle
-		// controller (not running here) would remove the taint.
-		h.get(node)
-		node.Spec.Taints = nil
-		if err := h.direct.Update(h.ctx, node); err != nil {
-			t.Fatalf("untainting node %s: %v", node.Name, err)
-		}
+		h.untaint(node)
 	}
 	// The pods the scheduler binds sort before the others: the
 	// simulation places them first.
@@ -225,13 +225,7 @@ func TestAPendingPodKeepsTheRoomItWaitsFor(t *testing.T) {
 	for _, name := range []string{"n1", "n2"} {
 		nc, node := h.node(name, np, "small", fake.Zone1, v1.CapacityTypeOnDemand)
 		claims[name] = nc
-		// The API server taints a new Node not-ready; the node lifecycle
-		// controller (not running here) would remove the taint.
-		h.get(node)
-		node.Spec.Taints = nil
-		if err := h.direct.Update(h.ctx, node); err != nil {
-			t.Fatalf("untainting node %s: %v", node.Name, err)
-		}
+		h.untaint(node)
 		h.pod("on-"+name, "bound", name, "900m")
 	}
 	waiting := h.unschedulablePod("waiting", "1")
