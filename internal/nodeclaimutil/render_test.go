@@ -64,6 +64,9 @@ func TestFromPlan(t *testing.T) {
 			if nc.GenerateName != "general-" || len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].UID != pool.UID || !*nc.OwnerReferences[0].BlockOwnerDeletion {
 				t.Errorf("name %q, owners %+v: want generateName general- and the pool as owner", nc.GenerateName, nc.OwnerReferences)
 			}
+			if diff := cmp.Diff([]string{v1.TerminationFinalizer}, nc.Finalizers); diff != "" {
+				t.Errorf("finalizers (-want +got; a claim is created finalized, before anything can launch):\n%s", diff)
+			}
 			if diff := cmp.Diff(pool.Spec.Template.Spec.Taints, nc.Spec.Taints); diff != "" {
 				t.Errorf("taints (-want +got):\n%s", diff)
 			}

@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,6 +255,21 @@ func (h *harness) exists(obj client.Object) bool {
 	return env.Exists(h.ctx, h.t, h.direct, obj)
 }
 
+// deleted reports whether obj is gone or being deleted. NodeClaims carry
+// the termination finalizer from creation, and no termination controller
+// runs here to remove it.
+func (h *harness) deleted(obj client.Object) bool {
+	h.t.Helper()
+	live := obj.DeepCopyObject().(client.Object)
+	if err := h.direct.Get(h.ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		h.t.Fatalf("getting %T %s: %v", obj, obj.GetName(), err)
+	}
+	return live.GetDeletionTimestamp() != nil
+}
+
 // claims lists the NodeClaims by name.
 func (h *harness) claimsByName() map[string]*v1.NodeClaim {
 	h.t.Helper()
@@ -268,12 +284,13 @@ func (h *harness) claimsByName() map[string]*v1.NodeClaim {
 	return out
 }
 
-// replacements lists the NodeClaims that replace the named one.
+// replacements lists the NodeClaims that replace the named one, leaving
+// out those being deleted.
 func (h *harness) replacements(of string) []*v1.NodeClaim {
 	h.t.Helper()
 	var out []*v1.NodeClaim
 	for _, nc := range h.claimsByName() {
-		if slices.Contains(strings.Split(nc.Annotations[disrupter.ReplacesAnnotationKey], ","), of) {
+		if nc.DeletionTimestamp == nil && slices.Contains(strings.Split(nc.Annotations[disrupter.ReplacesAnnotationKey], ","), of) {
 			out = append(out, nc)
 		}
 	}

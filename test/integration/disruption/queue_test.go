@@ -115,7 +115,7 @@ func TestReplacementTimeoutRollsBack(t *testing.T) {
 	if h.get(nc); meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason) != nil || nc.DeletionTimestamp != nil {
 		t.Errorf("claim after rollback: deleted %v, conditions %+v", nc.DeletionTimestamp, nc.Status.Conditions)
 	}
-	if h.exists(repl) {
+	if !h.deleted(repl) {
 		t.Error("replacement not deleted")
 	}
 	h.settle()

@@ -125,11 +125,7 @@ func TestDaemonSetOverheadFromLimitRangeThenAdmittedPod(t *testing.T) {
 	h.expectDaemonRequests(t, ns, ds.Name, "600m", "320Mi")
 
 	// A claim launched now reserves the admitted pod's requests.
-	for _, nc := range h.claims(t) {
-		if err := testEnv.Client.Delete(ctx, &nc); client.IgnoreNotFound(err) != nil {
-			t.Fatal(err)
-		}
-	}
+	deleteClaims(t)
 	env.Eventually(t, 30*time.Second, "the deleted claim to leave cluster state", func(context.Context) (bool, error) {
 		return len(h.cluster.Nodes()) == 0, nil
 	})

@@ -174,11 +174,7 @@ func TestReplicasThatNeverComeAreNotLaunchedForAgain(t *testing.T) {
 	if got := plannedCPU(t, h); got != 8 {
 		t.Fatalf("NodeClaims sized for %d cpu, want 8 (the replicas to come)", got)
 	}
-	for _, nc := range h.claims(t) {
-		if err := testEnv.Client.Delete(context.Background(), &nc); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deleteClaims(t)
 	// Gone from the API server and from the manager's cache: a pass on a
 	// cache that still lists them sees the pod planned onto one of them.
 	env.Eventually(t, 30*time.Second, "the NodeClaims to go from the API server and the cache", func(ctx context.Context) (bool, error) {

@@ -83,13 +83,8 @@ func cleanup(t *testing.T) {
 			t.Fatalf("deleting pod: %v", err)
 		}
 	}
+	deleteClaims(t)
 	claims := &v1.NodeClaimList{}
-	if err := testEnv.Client.List(ctx, claims); err != nil {
-		t.Fatal(err)
-	}
-	for i := range claims.Items {
-		_ = testEnv.Client.Delete(ctx, &claims.Items[i])
-	}
 	pools := &v1.NodePoolList{}
 	if err := testEnv.Client.List(ctx, pools); err != nil {
 		t.Fatal(err)
@@ -126,6 +121,22 @@ func (h *harness) claims(t *testing.T) []v1.NodeClaim {
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// deleteClaims deletes every NodeClaim and, as the termination controller
+// does for a claim that never launched, removes its finalizer (no
+// termination controller runs here; provisioned claims carry the
+// finalizer from creation).
+func deleteClaims(t *testing.T) {
+	t.Helper()
+	claims := &v1.NodeClaimList{}
+	testEnv.DeleteAll(t, claims, func() []client.Object {
+		out := make([]client.Object, 0, len(claims.Items))
+		for i := range claims.Items {
+			out = append(out, &claims.Items[i])
+		}
+		return out
+	})
 }
 
 // waitForPods waits until the cache shows the n pods of ns marked

@@ -98,7 +98,9 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		return reconcile.Result{RequeueAfter: conflictRequeueDelay}, nil
 	}
 	// 2. The finalizer goes on before anything is launched, so that an
-	//    instance can never outlive its claim unnoticed.
+	//    instance can never outlive its claim unnoticed. The claims Dovetail
+	//    creates carry it already (nodeclaimutil.FromPlan); this adds it to
+	//    others (created by hand, or by an older version).
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		stored := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
