@@ -161,9 +161,27 @@ func TestConsolidatableCondition(t *testing.T) {
 	if wait != 20*time.Second || cond == nil || cond.Status != metav1.ConditionFalse {
 		t.Errorf("after 10s: requeue %v, condition %+v; want 20s and False", wait, cond)
 	}
+	// A pod event restarts the wait without another write of the claim:
+	// only the stamp changes it.
+	stamp, err := disruptionstatus.LastPodEventTimePatch(h.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testEnv.Client.Status().Patch(h.ctx, nc, client.RawPatch(types.MergePatchType, stamp)); err != nil {
+		t.Fatal(err)
+	}
+	stamped := nc.ResourceVersion
+	h.clock.Step(10 * time.Second)
+	wait, cond = reconcile()
+	if wait != 20*time.Second || cond == nil || cond.Status != metav1.ConditionFalse {
+		t.Errorf("10s after a pod event: requeue %v, condition %+v; want 20s and False", wait, cond)
+	}
+	if nc.ResourceVersion != stamped {
+		t.Errorf("the claim was written again after its pod event stamp (resourceVersion %s, was %s): condition %+v", nc.ResourceVersion, stamped, cond)
+	}
 	h.clock.Step(20 * time.Second)
 	if _, cond = reconcile(); cond == nil || cond.Status != metav1.ConditionTrue {
-		t.Errorf("after 30s: condition %+v, want True", cond)
+		t.Errorf("30s after the pod event: condition %+v, want True", cond)
 	}
 }
 

@@ -162,8 +162,13 @@ func (c *Controller) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	case !now.Before(at):
 		c.set(nc, now, v1.ConditionTypeConsolidatable, metav1.ConditionTrue, ReasonConsolidatable, "")
 	default:
+		// The message names no time: each pod event moves the time (a
+		// stamp of lastPodEventTime every 10 s while pods arrive), and a
+		// message that followed it would be one more write of the claim
+		// per stamp. `dovetail explain` says when the node becomes
+		// consolidatable.
 		c.set(nc, now, v1.ConditionTypeConsolidatable, metav1.ConditionFalse, ReasonConsolidateAfterNotElapsed,
-			fmt.Sprintf("consolidateAfter %s has not passed since the last pod event; consolidatable at %s", np.Spec.Disruption.ConsolidateAfter.String(), at.UTC().Format(time.RFC3339)))
+			fmt.Sprintf("consolidateAfter %s has not passed since the last pod event (status.lastPodEventTime)", np.Spec.Disruption.ConsolidateAfter.String()))
 		result.RequeueAfter = min(result.RequeueAfter, at.Sub(now))
 	}
 
