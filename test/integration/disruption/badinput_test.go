@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
@@ -49,12 +50,11 @@ func TestNodePoolDeletedMidDisruption(t *testing.T) {
 	np, nc, node := h.driftedNode()
 	h.decide()
 	repl := h.expectStarted(nc, node, v1.DisruptionReasonDrifted)
-	// Play the lifecycle controller: the replacement gets its finalizer and
-	// its instance, but is not initialized yet.
+	// Play the lifecycle controller: the replacement (created with its
+	// finalizer) gets its instance, but is not initialized yet.
 	h.get(repl)
-	repl.Finalizers = append(repl.Finalizers, v1.TerminationFinalizer)
-	if err := h.direct.Update(h.ctx, repl); err != nil {
-		t.Fatal(err)
+	if !controllerutil.ContainsFinalizer(repl, v1.TerminationFinalizer) {
+		t.Fatalf("replacement %s created without the termination finalizer: %v", repl.Name, repl.Finalizers)
 	}
 	launched, err := h.cloud.Create(h.ctx, repl)
 	if err != nil {

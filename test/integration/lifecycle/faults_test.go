@@ -303,6 +303,50 @@ func TestClaimDeletedForInsufficientCapacityIsNotLaunchedFromAStaleCopy(t *testi
 	}
 }
 
+// TestClaimDeletedBeforeItsLaunchIsNotLaunched: a claim created with its
+// finalizer (as Dovetail creates them) and deleted before its first
+// reconcile is let go at once by termination (it has no instance). A
+// reconcile of the copy read before the deletion, as a lagging cache hands
+// it, must not launch an instance that no claim would own; the finalizer
+// patch that once came before every launch no longer stands in the way.
+// The same holds for a claim deleted and created again under its name.
+func TestClaimDeletedBeforeItsLaunchIsNotLaunched(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	for _, recreate := range []bool{false, true} {
+		nc := newClaim(t, fmt.Sprintf("lifecycle-deleted-unlaunched-%v", recreate))
+		stale := nc.DeepCopy()
+		controllerutil.AddFinalizer(stale, v1.TerminationFinalizer)
+		if err := testEnv.Client.Update(ctx, stale); err != nil {
+			t.Fatal(err)
+		}
+		// Deleted, and let go as termination lets go a claim with no instance.
+		if err := testEnv.Client.Delete(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		gone := &v1.NodeClaim{}
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(nc), gone); err != nil {
+			t.Fatal(err)
+		}
+		gone.Finalizers = nil
+		if err := testEnv.Client.Update(ctx, gone); err != nil {
+			t.Fatal(err)
+		}
+		if recreate {
+			newClaim(t, nc.Name)
+		}
+		if _, err := h.controller.Reconcile(ctx, stale.DeepCopy()); err != nil {
+			t.Fatalf("reconciling the stale copy (recreated %v): %v", recreate, err)
+		}
+		h.provider.Lock()
+		calls := len(h.provider.CreateCalls)
+		h.provider.Unlock()
+		if calls != 0 {
+			t.Fatalf("Create called %d times for the stale copy of a deleted claim (recreated under its name: %v)", calls, recreate)
+		}
+	}
+}
+
 // TestRegistrationIsCountedOnce: a pass whose status write conflicts (here
 // a second pass from the same, older copy of the claim, as a lagging cache
 // hands it) runs registration again, and must not count or log it again:

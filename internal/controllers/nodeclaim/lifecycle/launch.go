@@ -6,8 +6,10 @@ import (
 	"maps"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -34,6 +36,20 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		}
 		recordLaunch(nc, created, now)
 		return reconcile.Result{}, false, nil
+	}
+	// The claim is read from the API server before its instance is made:
+	// the cache may still hold a claim that was deleted and, having no
+	// instance, let go at once by termination (a disruption command's
+	// rollback deletes its replacements moments after creating them), and
+	// an instance launched for it would belong to no claim. Claims carry
+	// their finalizer from creation, so no write of this controller has
+	// confirmed the claim before this point.
+	live, err := c.stillWanted(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, false, err
+	}
+	if !live {
+		return reconcile.Result{}, true, nil
 	}
 	start := c.clock.Now()
 	created, err := c.cloudProvider.Create(ctx, nc)
@@ -71,6 +87,19 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		"instanceType", nc.Labels["node.kubernetes.io/instance-type"], "zone", nc.Labels["topology.kubernetes.io/zone"],
 		"capacityType", nc.Labels[v1.CapacityTypeLabelKey])
 	return reconcile.Result{}, false, nil
+}
+
+// stillWanted reports whether the API server still holds the claim (the
+// same one, by UID) and it is not being deleted.
+func (c *Controller) stillWanted(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	live := &v1.NodeClaim{}
+	if err := c.apiReader.Get(ctx, client.ObjectKeyFromObject(nc), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading nodeclaim before its launch: %w", err)
+	}
+	return live.UID == nc.UID && live.DeletionTimestamp == nil, nil
 }
 
 // deleteUnlaunched deletes a claim that cannot be launched and, once it is
