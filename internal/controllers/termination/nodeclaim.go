@@ -95,16 +95,19 @@ func (c *NodeClaimController) Reconcile(ctx context.Context, nodeClaim *v1.NodeC
 }
 
 func (c *NodeClaimController) finalize(ctx context.Context, nodeClaim *v1.NodeClaim) (reconcile.Result, error) {
-	// 1. Record the termination deadline, so that the Node finalizer and
+	// 1. A claim that never launched has nothing to terminate, and no
+	// pods whose deletion a deadline would govern. (Claims carry their
+	// finalizer from creation, so those deleted before their launch, such
+	// as a rolled-back command's replacements, come here too.)
+	if nodeClaim.Status.ProviderID == "" {
+		return reconcile.Result{}, c.removeFinalizer(ctx, nodeClaim)
+	}
+
+	// 2. Record the termination deadline, so that the Node finalizer and
 	// anyone reading the claim agree on when pods are deleted regardless of
 	// PDBs.
 	if err := c.annotateTerminationTime(ctx, nodeClaim); err != nil {
 		return reconcile.Result{}, err
-	}
-
-	// 2. A claim that never launched has nothing to terminate.
-	if nodeClaim.Status.ProviderID == "" {
-		return reconcile.Result{}, c.removeFinalizer(ctx, nodeClaim)
 	}
 
 	// 3. Delete the Node and wait until it is gone: its own finalizer drains it.

@@ -151,14 +151,20 @@ func TestNodeClaimDeleteErrorIsRecordedAndRetried(t *testing.T) {
 }
 
 // TestNodeClaimNeverLaunched deletes a claim that has no instance: it loses
-// its finalizer without calling the provider.
+// its finalizer without calling the provider, and without a termination
+// deadline or its TerminationGracePeriodExpiring event (no pods wait on
+// it; claims carry their finalizer from creation, so every claim deleted
+// before its launch comes here).
 func TestNodeClaimNeverLaunched(t *testing.T) {
 	h := newHarness(t)
-	nodeClaim := h.makeNodeClaim("claim").obj()
+	nodeClaim := h.makeNodeClaim("claim").terminationGracePeriod(time.Hour).obj()
 	h.create(nodeClaim)
 	h.delete(nodeClaim)
 	h.reconcileNodeClaim(nodeClaim)
 	h.expectGone(nodeClaim)
+	if got := h.events.Messages(termination.ReasonTerminationGracePeriodExpiring, nodeClaim.Name); len(got) != 0 {
+		t.Errorf("a claim that never launched announced a termination deadline: %q", got)
+	}
 	h.cloud.Lock()
 	defer h.cloud.Unlock()
 	if len(h.cloud.DeleteCalls) != 0 {
