@@ -29,21 +29,17 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	now := metav1.NewTime(c.clock.Now())
 	if created, ok := c.launches.get(nc.UID); ok {
-		if created == nil {
-			// Deleted for insufficient capacity or a NodeClass not ready;
-			// this copy predates the deletion.
-			return reconcile.Result{}, true, nil
-		}
 		recordLaunch(nc, created, now)
 		return reconcile.Result{}, false, nil
 	}
 	// The claim is read from the API server before its instance is made:
-	// the cache may still hold a claim that was deleted and, having no
-	// instance, let go at once by termination (a disruption command's
-	// rollback deletes its replacements moments after creating them), and
-	// an instance launched for it would belong to no claim. Claims carry
-	// their finalizer from creation, so no write of this controller has
-	// confirmed the claim before this point.
+	// the cache may still hold a claim that was deleted (by this
+	// controller for insufficient capacity, by a disruption command's
+	// rollback moments after creating it, by a user) and, having no
+	// instance, let go at once by termination; an instance launched for it
+	// would belong to no claim. Claims carry their finalizer from
+	// creation, so no write of this controller has confirmed the claim
+	// before this point.
 	live, err := c.stillWanted(ctx, nc)
 	if err != nil {
 		return reconcile.Result{}, false, err
@@ -61,13 +57,13 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		//    the offerings unavailable, so the next simulation avoids them.
 		c.recorder.Publish(insufficientCapacityEvent(nc, err))
 		log.FromContext(ctx).Info("Deleting NodeClaim: insufficient capacity", "NodeClaim", klog.KObj(nc), "error", err.Error())
-		return reconcile.Result{}, true, c.deleteUnlaunched(ctx, nc, "insufficient_capacity")
+		return reconcile.Result{}, true, c.deleteClaim(ctx, nc, "insufficient_capacity")
 	case cloudprovider.IsNodeClassNotReadyError(err):
 		// 2. The NodeClass cannot be used: delete the claim; provisioning
 		//    skips the pool until its NodeClass is ready.
 		c.recorder.Publish(nodeClassNotReadyEvent(nc, err))
 		log.FromContext(ctx).Info("Deleting NodeClaim: NodeClass not ready", "NodeClaim", klog.KObj(nc), "error", err.Error())
-		return reconcile.Result{}, true, c.deleteUnlaunched(ctx, nc, "nodeclass_not_ready")
+		return reconcile.Result{}, true, c.deleteClaim(ctx, nc, "nodeclass_not_ready")
 	default:
 		// 3. Any other failure: say why on the claim and retry with backoff;
 		//    liveness deletes the claim if it never launches.
@@ -100,17 +96,6 @@ func (c *Controller) stillWanted(ctx context.Context, nc *v1.NodeClaim) (bool, e
 		return false, fmt.Errorf("reading nodeclaim before its launch: %w", err)
 	}
 	return live.UID == nc.UID && live.DeletionTimestamp == nil, nil
-}
-
-// deleteUnlaunched deletes a claim that cannot be launched and, once it is
-// deleted, remembers so: a later reconcile of a copy read before the
-// deletion reached the cache must not launch it after all.
-func (c *Controller) deleteUnlaunched(ctx context.Context, nc *v1.NodeClaim, reason string) error {
-	if err := c.deleteClaim(ctx, nc, reason); err != nil {
-		return err
-	}
-	c.launches.putDeleted(nc.UID)
-	return nil
 }
 
 // recordLaunch copies what the provider launched onto the claim.

@@ -45,29 +45,13 @@ func (l *launchCache) put(uid types.UID, created *v1.NodeClaim) {
 	l.byUID[uid] = launchEntry{created: created.DeepCopy(), expires: now.Add(launchCacheTTL)}
 }
 
-// putDeleted remembers that the claim was deleted because it could not be
-// launched: a reconcile of a stale copy (read before the deletion reached
-// the cache) must not launch it again, which would leak an instance for a
-// claim that is gone. get returns nil for it.
-func (l *launchCache) putDeleted(uid types.UID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	maps.DeleteFunc(l.byUID, func(_ types.UID, e launchEntry) bool { return !now.Before(e.expires) })
-	l.byUID[uid] = launchEntry{expires: now.Add(launchCacheTTL)}
-}
-
-// get returns the remembered launch of the claim, if any and not expired;
-// the launch is nil for a claim deleted because it could not be launched.
+// get returns the remembered launch of the claim, if any and not expired.
 func (l *launchCache) get(uid types.UID) (*v1.NodeClaim, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.byUID[uid]
 	if !ok || !l.clock.Now().Before(e.expires) {
 		return nil, false
-	}
-	if e.created == nil {
-		return nil, true
 	}
 	return e.created.DeepCopy(), true
 }
