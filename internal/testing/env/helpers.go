@@ -164,6 +164,19 @@ func (e *Environment) DeleteAll(t testing.TB, list client.ObjectList, objs func(
 	}
 }
 
+// Objects returns pointers to a list's items as client.Objects, for
+// DeleteAll.
+func Objects[T any, P interface {
+	*T
+	client.Object
+}](list []T) []client.Object {
+	out := make([]client.Object, len(list))
+	for i := range list {
+		out[i] = P(&list[i])
+	}
+	return out
+}
+
 // Describe formats an object reference for failure messages.
 func Describe(obj client.Object) string {
 	return fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))

@@ -14,6 +14,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/api/karpenter/v1alpha1"
 	kwokv1alpha1 "github.com/dovetail-autoscaler/dovetail/api/kwok/v1alpha1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 	"github.com/dovetail-autoscaler/dovetail/internal/whatif"
 )
 
@@ -21,23 +22,12 @@ import (
 func reset(t *testing.T) {
 	t.Helper()
 	nodes, claims, pools, classes := &corev1.NodeList{}, &v1.NodeClaimList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{}
-	testEnv.DeleteAll(t, claims, func() []client.Object { return items(claims.Items) })
-	testEnv.DeleteAll(t, nodes, func() []client.Object { return items(nodes.Items) })
-	testEnv.DeleteAll(t, pools, func() []client.Object { return items(pools.Items) })
-	testEnv.DeleteAll(t, classes, func() []client.Object { return items(classes.Items) })
+	testEnv.DeleteAll(t, claims, func() []client.Object { return env.Objects(claims.Items) })
+	testEnv.DeleteAll(t, nodes, func() []client.Object { return env.Objects(nodes.Items) })
+	testEnv.DeleteAll(t, pools, func() []client.Object { return env.Objects(pools.Items) })
+	testEnv.DeleteAll(t, classes, func() []client.Object { return env.Objects(classes.Items) })
 	overlays := &v1alpha1.NodeOverlayList{}
-	testEnv.DeleteAll(t, overlays, func() []client.Object { return items(overlays.Items) })
-}
-
-func items[T any, P interface {
-	*T
-	client.Object
-}](list []T) []client.Object {
-	out := make([]client.Object, len(list))
-	for i := range list {
-		out[i] = P(&list[i])
-	}
-	return out
+	testEnv.DeleteAll(t, overlays, func() []client.Object { return env.Objects(overlays.Items) })
 }
 
 // createNodeClass creates a KWOKNodeClass with its Ready condition.

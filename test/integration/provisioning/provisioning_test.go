@@ -130,13 +130,7 @@ func (h *harness) claims(t *testing.T) []v1.NodeClaim {
 func deleteClaims(t *testing.T) {
 	t.Helper()
 	claims := &v1.NodeClaimList{}
-	testEnv.DeleteAll(t, claims, func() []client.Object {
-		out := make([]client.Object, 0, len(claims.Items))
-		for i := range claims.Items {
-			out = append(out, &claims.Items[i])
-		}
-		return out
-	})
+	testEnv.DeleteAll(t, claims, func() []client.Object { return env.Objects(claims.Items) })
 }
 
 // waitForPods waits until the cache shows the n pods of ns marked
