@@ -113,11 +113,17 @@ func waitOverlayReady(t *testing.T, name string) {
 // claimOf returns the NodeClaim of the node.
 func claimOf(t *testing.T, nodeName string) v1.NodeClaim {
 	t.Helper()
-	for _, nc := range nodeClaims(t) {
-		if nc.Status.NodeName == nodeName {
-			return nc
+	// Registration frees the Node before the claim's status names it, so
+	// a pod can run there a moment before the claim says so.
+	var found v1.NodeClaim
+	env.Eventually(t, 30*time.Second, "a NodeClaim for node "+nodeName, func(context.Context) (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if nc.Status.NodeName == nodeName {
+				found = nc
+				return true, nil
+			}
 		}
-	}
-	t.Fatalf("no NodeClaim for node %s", nodeName)
-	return v1.NodeClaim{}
+		return false, nil
+	})
+	return found
 }
