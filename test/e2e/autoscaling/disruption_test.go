@@ -117,6 +117,16 @@ func TestControllerRestartMidProvisioningLeaksNothing(t *testing.T) {
 	d.restart(t)
 	pods := waitRunning(t, ns, "restart", 40, 3*time.Minute)
 
+	// Registration frees a Node before its claim's status names it, so
+	// the last pods can run a moment before the last claim says so.
+	env.Eventually(t, 30*time.Second, "every NodeClaim to name its node", func(context.Context) (bool, error) {
+		for _, nc := range nodeClaims(t) {
+			if nc.Status.NodeName == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	claims := nodeClaims(t)
 	claimByNode := map[string]string{}
 	for _, nc := range claims {
