@@ -174,10 +174,40 @@ func (p *pass) poolTotals() map[string]poolTotal {
 // them approves it. A command that disrupts no Balanced pool's node is
 // approved without a score.
 func (p *pass) scoreCommand(cmd *Command) bool {
+	approved := true
+	for _, s := range p.moveScores(cmd, func(np *v1.NodePool) bool {
+		return np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
+	}) {
+		approved = approved && s.Approved
+		p.scores = append(p.scores, s)
+	}
+	return approved
+}
+
+// repackScored reports whether a re-pack into several nodes (a move only
+// MultiNodeReplacements makes) scores at least 1/k for every NodePool whose
+// nodes it disrupts, k being the pool's consolidationThreshold (2 when
+// unset), whatever its consolidation policy. Such a re-pack can move
+// thousands of pods, most of them already moved by the re-packs before it,
+// to save a fraction of a percent; the score weighs what it saves against
+// what it disrupts, as for a Balanced pool. The scores are not recorded: a
+// re-pack that fails falls back to the other moves, which are.
+func (p *pass) repackScored(cmd *Command) bool {
+	for _, s := range p.moveScores(cmd, func(*v1.NodePool) bool { return true }) {
+		if !s.Approved {
+			return false
+		}
+	}
+	return true
+}
+
+// moveScores scores a command once for each NodePool whose nodes it
+// disrupts and that scored accepts, in the order the candidates name them.
+func (p *pass) moveScores(cmd *Command, scored func(*v1.NodePool) bool) []MoveScore {
 	var pools []string
 	byPool := map[string][]*Candidate{}
 	for _, c := range cmd.Candidates {
-		if c.NodePool.Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyBalanced {
+		if !scored(c.NodePool) {
 			continue
 		}
 		if _, ok := byPool[c.NodePool.Name]; !ok {
@@ -185,7 +215,7 @@ func (p *pass) scoreCommand(cmd *Command) bool {
 		}
 		byPool[c.NodePool.Name] = append(byPool[c.NodePool.Name], c)
 	}
-	approved := true
+	scores := make([]MoveScore, 0, len(pools))
 	for _, name := range pools {
 		cands := byPool[name]
 		s := MoveScore{NodePool: cands[0].NodePool, Method: cmd.Method, Command: cmd, Candidates: cands, Threshold: ConsolidationThreshold(cands[0].NodePool)}
@@ -204,8 +234,7 @@ func (p *pass) scoreCommand(cmd *Command) bool {
 		s.PoolCost, s.PoolDisruption = t.cost, t.disruption
 		s.Score = Score(s.Savings, s.PoolCost, s.Disruption, s.PoolDisruption)
 		s.Approved = Approved(s.Score, s.Threshold)
-		approved = approved && s.Approved
-		p.scores = append(p.scores, s)
+		scores = append(scores, s)
 	}
-	return approved
+	return scores
 }

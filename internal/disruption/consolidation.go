@@ -54,7 +54,8 @@ func (p *pass) consolidationCandidates() []*Candidate {
 // computeConsolidation asks whether the candidates' pods fit on the rest of
 // the cluster plus at most one new node that is strictly cheaper than the
 // candidates together (with MultiNodeReplacements, for multi-node: or
-// several new nodes, fewer than the candidates, strictly cheaper together).
+// several new nodes, fewer than the candidates, strictly cheaper together,
+// saving enough for what they disrupt).
 // It returns the command (delete, or replace), or nil and why not.
 func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command, string) {
 	if method == MethodMultiNode && p.opts.MultiNodeReplacements && len(cands) > 2 {
@@ -67,17 +68,25 @@ func (p *pass) computeConsolidation(cands []*Candidate, method Method) (*Command
 		// when a later command removes it (with the gate, that made 1.5
 		// to 2.7 evictions per pod that had to move). When such a re-pack
 		// is no move, the re-pack onto any node, then the one-replacement
-		// move, are tried as without the gate.
+		// move, are tried as without the gate. A re-pack into several
+		// nodes must also pass the Balanced score (repackScored).
 		if others := p.otherConsolidationCandidates(cands); len(others) > 0 {
-			if cmd, _ := p.consolidationWith(cands, method, len(cands)-1, others); cmd != nil {
+			if cmd, _ := p.consolidationWith(cands, method, len(cands)-1, others); p.repackAllowed(cmd) {
 				return cmd, ""
 			}
 		}
-		if cmd, _ := p.consolidationWith(cands, method, len(cands)-1, nil); cmd != nil {
+		if cmd, _ := p.consolidationWith(cands, method, len(cands)-1, nil); p.repackAllowed(cmd) {
 			return cmd, ""
 		}
 	}
 	return p.consolidationWith(cands, method, 1, nil)
+}
+
+// repackAllowed reports whether a move found with several replacements
+// allowed may be taken: it exists, and if it does launch several nodes,
+// its score passes (repackScored).
+func (p *pass) repackAllowed(cmd *Command) bool {
+	return cmd != nil && (len(cmd.Replacements) < 2 || p.repackScored(cmd))
 }
 
 // otherConsolidationCandidates names the nodes, other than cands, that

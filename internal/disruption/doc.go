@@ -15,7 +15,8 @@
 // multi-node consolidation (the largest prefix of the ordered candidates
 // whose pods fit on the rest of the cluster plus at most one strictly
 // cheaper node; with Options.MultiNodeReplacements, or several nodes, fewer
-// than the prefix and strictly cheaper together) and single-node
+// than the prefix, strictly cheaper together and scoring at least 1/k by
+// the Balanced formula) and single-node
 // consolidation.
 // Other candidates pass the same guards for every method (initialized, not being
 // deleted, not nominated, no karpenter.sh/do-not-disrupt pod or node, no

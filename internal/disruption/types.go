@@ -78,7 +78,9 @@ type Options struct {
 	MaxMultiNodeCandidates int
 	// MultiNodeReplacements lets multi-node consolidation replace its
 	// candidates with several cheaper nodes, fewer than it removes, whose
-	// prices together are strictly below theirs. Karpenter launches at most
+	// prices together are strictly below theirs and whose Balanced score
+	// (at the pool's consolidationThreshold, 2 when unset, whatever its
+	// policy) passes. Karpenter launches at most
 	// one node per consolidation, so a cluster of small, well-used nodes
 	// that one large node cannot hold stays as it is, though a few large
 	// nodes would cost less.

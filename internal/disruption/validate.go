@@ -105,6 +105,9 @@ func Validate(cmd *Command, in Input, opts Options) (*Command, error) {
 		// The re-pack kept off the other candidates of its pass: simulate
 		// it against the same nodes (those gone since are ignored).
 		out, why = p.consolidationWith(kept, cmd.Method, len(kept)-1, cmd.AvoidedNodes)
+		if !p.repackAllowed(out) {
+			out = nil
+		}
 	}
 	if out == nil {
 		out, why = p.computeConsolidation(kept, cmd.Method)
