@@ -102,6 +102,25 @@ func (n *Machine) Labels() map[string]string {
 	return labels
 }
 
+// ConsolidationCandidateTaintKey marks, with the PreferNoSchedule effect,
+// a node consolidation means to remove once its budgets allow: the
+// kube-scheduler then prefers other nodes for new pods (the replacements of
+// pods evicted from nodes being drained among them), instead of filling the
+// emptiest nodes, which consolidation takes next, and moving those pods
+// twice. The disruption controller is its only writer; the simulator does
+// not treat it as a taint (simulator.Node.Disfavored).
+const ConsolidationCandidateTaintKey = "disruption.dovetail.dev/consolidation-candidate"
+
+// ConsolidationCandidateTaint is the taint of ConsolidationCandidateTaintKey.
+func ConsolidationCandidateTaint() corev1.Taint {
+	return corev1.Taint{Key: ConsolidationCandidateTaintKey, Effect: corev1.TaintEffectPreferNoSchedule}
+}
+
+// IsConsolidationCandidateTaint reports the taint of ConsolidationCandidateTaintKey.
+func IsConsolidationCandidateTaint(t corev1.Taint) bool {
+	return t.Key == ConsolidationCandidateTaintKey
+}
+
 // Taints are the Node's taints, or the claim's taints and startup taints.
 func (n *Machine) Taints() []corev1.Taint {
 	if n.Node != nil {

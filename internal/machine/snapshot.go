@@ -32,11 +32,17 @@ func NewSnapshot(nodes []*Machine, daemonSets []*appsv1.DaemonSet, pods []*corev
 		if len(capacity) == 0 && n.NodeClaim != nil {
 			capacity = maxCapacity(n, types[n.NodePoolName()])
 		}
+		taints := n.Taints()
+		disfavored := slices.ContainsFunc(taints, IsConsolidationCandidateTaint)
+		if disfavored {
+			taints = slices.DeleteFunc(slices.Clone(taints), IsConsolidationCandidateTaint)
+		}
 		snapshot.Nodes = append(snapshot.Nodes, simulator.Node{
 			Name:              n.Name(),
 			NodePool:          n.NodePoolName(),
 			Labels:            n.Labels(),
-			Taints:            n.Taints(),
+			Taints:            taints,
+			Disfavored:        disfavored,
 			Allocatable:       n.Allocatable(),
 			Capacity:          capacity,
 			Pods:              n.Pods,

@@ -32,6 +32,13 @@ func TestExistingNodes(t *testing.T) {
 		"nodes are tried by name": {
 			nodes: []simulator.Node{roomy("n2").Obj(), roomy("n1").Obj()}, pods: []*corev1.Pod{pod("p").Obj()}, claims: 0, placed: map[string]string{"p": "n1"},
 		},
+		"a node consolidation means to remove is tried after the others": {
+			nodes: []simulator.Node{roomy("n1").Disfavored().Obj(), roomy("n2").Obj()}, pods: []*corev1.Pod{pod("p").Obj()}, claims: 0, placed: map[string]string{"p": "n2"},
+		},
+		"a node consolidation means to remove takes pods before a new node": {
+			nodes: []simulator.Node{roomy("n1").Disfavored().Obj(), roomy("n2").Alloc("cpu", "1", "memory", "16Gi", "pods", "20").Obj()},
+			pods:  []*corev1.Pod{pod("p").Obj(), pod("q").Obj()}, claims: 0, placed: map[string]string{"p": "n2", "q": "n1"},
+		},
 		"in-flight nodeclaims take pods": {
 			nodes: []simulator.Node{roomy("claim-1").InFlight().NodePool("default").Obj()}, pods: []*corev1.Pod{pod("p").Obj()},
 			claims: 0, placed: map[string]string{"p": "claim-1"},

@@ -56,6 +56,9 @@ func (m *Model) buildNodes(s *Snapshot) {
 		if a.Initialized != b.Initialized {
 			return cmp.Compare(boolInt(!a.Initialized), boolInt(!b.Initialized))
 		}
+		if a.Disfavored != b.Disfavored {
+			return cmp.Compare(boolInt(a.Disfavored), boolInt(b.Disfavored))
+		}
 		return cmp.Compare(a.Name, b.Name)
 	})
 	poolIdx := map[string]int{}

@@ -73,6 +73,11 @@ type Node struct {
 	MarkedForDeletion bool
 	// Unschedulable marks a cordoned node: nothing is placed on it.
 	Unschedulable bool
+	// Disfavored marks a node consolidation means to remove (its
+	// consolidation-candidate taint asks the kube-scheduler to prefer other
+	// nodes): pods are placed on it only when no other existing node
+	// takes them, and never at the price of a new node.
+	Disfavored bool
 }
 
 // NodePool is a NodePool with the instance types its cloud provider offers.

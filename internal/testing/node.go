@@ -71,6 +71,12 @@ func (w *NodeWrapper) Pod(pods ...*corev1.Pod) *NodeWrapper {
 	return w
 }
 
+// Disfavored marks a node consolidation means to remove.
+func (w *NodeWrapper) Disfavored() *NodeWrapper {
+	w.Node.Disfavored = true
+	return w
+}
+
 // InFlight marks a launched NodeClaim without a Node (not initialized).
 func (w *NodeWrapper) InFlight() *NodeWrapper {
 	w.Node.InFlight = true
