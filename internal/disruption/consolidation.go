@@ -364,6 +364,35 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 	return best
 }
 
+// removable is what consolidation means to remove, budgets aside: the
+// Nodes of the longest prefix of the candidates (at most
+// MaxMultiNodeCandidates, at least two) whose pods fit on the rest of the
+// cluster plus what multi-node consolidation may launch, by the same binary
+// search as multiNode. The budgets that hold those nodes back now let
+// them go in later commands; until then, pods placed on them would be
+// moved again.
+func (p *pass) removable(cands []*Candidate) []string {
+	start := p.started()
+	prefix := cands[:min(len(cands), p.opts.MaxMultiNodeCandidates)]
+	var best []*Candidate
+	lo, hi := 2, len(prefix)
+	for lo <= hi && !p.timeUp(start, p.opts.MultiNodeTimeout) {
+		mid := (lo + hi) / 2
+		if cmd, _ := p.computeConsolidation(prefix[:mid], MethodMultiNode); cmd != nil {
+			best, lo = prefix[:mid], mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	names := make([]string, 0, len(best))
+	for _, c := range best {
+		if c.Node != nil {
+			names = append(names, c.Node.Name)
+		}
+	}
+	return names
+}
+
 // singleNode tries the candidates one at a time, taking turns between
 // NodePools in order of savings, and returns the first that can be deleted
 // or replaced by a cheaper node. Candidates are simulated in parallel

@@ -52,6 +52,18 @@ func Decide(in Input, opts Options) Outcome {
 			break
 		}
 	}
+	if opts.ReportRemovable && !in.SkipConsolidation && (len(opts.Methods) == 0 || slices.Contains(opts.Methods, MethodMultiNode)) {
+		if consolidation == nil {
+			// Consolidation did not run: its candidates, without the
+			// events about the others that a consolidation pass publishes.
+			for _, c := range p.candidates {
+				if ok, _ := consolidatable(c); ok {
+					consolidation = append(consolidation, c)
+				}
+			}
+		}
+		out.Removable, out.RemovableKnown = p.removable(consolidation), true
+	}
 	out.Blocked = p.blocked
 	out.Scores = p.scores
 	out.Held = p.held

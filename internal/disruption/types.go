@@ -76,6 +76,9 @@ type Options struct {
 	Methods []Method
 	// MaxMultiNodeCandidates bounds the multi-node search; 100 when zero.
 	MaxMultiNodeCandidates int
+	// ReportRemovable asks Decide for Outcome.Removable: one more
+	// multi-node search, without budgets, on the passes consolidation runs.
+	ReportRemovable bool
 	// MultiNodeReplacements lets multi-node consolidation replace its
 	// candidates with several cheaper nodes, fewer than it removes, whose
 	// prices together are strictly below theirs and whose Balanced score
@@ -386,4 +389,12 @@ type Outcome struct {
 	Durations map[Method]time.Duration
 	// TimedOut lists the methods that hit their time bound.
 	TimedOut []Method
+	// Removable, with Options.ReportRemovable, names the Nodes consolidation
+	// means to remove: the longest prefix of the consolidation candidates
+	// (at most MaxMultiNodeCandidates) that multi-node consolidation could
+	// take with no budget in the way, or none. RemovableKnown is false when
+	// consolidation did not run this pass (skipped, or other methods only),
+	// and Removable says nothing then.
+	Removable      []string
+	RemovableKnown bool
 }
