@@ -101,6 +101,7 @@ func ControllerOptions(o operator.Options) controllers.Options {
 	opts.Disruption.ReplacementTimeout = o.DisruptionReplacementTimeout
 	opts.Disruption.SpotToSpotConsolidation = gates.SpotToSpotConsolidation
 	opts.Disruption.MultiNodeReplacements = gates.MultiNodeReplacements
+	opts.Disruption.CandidateTaints = gates.ConsolidationCandidateTaint
 	opts.NodeRepair = gates.NodeRepair
 	opts.DisableNodeOverlay = !gates.NodeOverlay
 	opts.Provisioning.EarlyProvisioning = gates.EarlyProvisioning

@@ -87,15 +87,17 @@ func TestNodeRepairComposed(t *testing.T) {
 }
 
 // TestDovetailGatesComposed: the EarlyProvisioning gate reaches the
-// provisioner's options and MultiNodeReplacements the disrupter's.
+// provisioner's options, and MultiNodeReplacements and
+// ConsolidationCandidateTaint the disrupter's.
 func TestDovetailGatesComposed(t *testing.T) {
-	for gates, want := range map[string][2]bool{
-		"": {true, false}, "EarlyProvisioning=false": {false, false}, "EarlyProvisioning=true": {true, false},
-		"MultiNodeReplacements=true": {true, true}, "EarlyProvisioning=false,MultiNodeReplacements=false": {false, false},
+	for gates, want := range map[string][3]bool{
+		"": {true, false, true}, "EarlyProvisioning=false": {false, false, true}, "EarlyProvisioning=true": {true, false, true},
+		"MultiNodeReplacements=true": {true, true, true}, "EarlyProvisioning=false,MultiNodeReplacements=false": {false, false, true},
+		"ConsolidationCandidateTaint=false": {true, false, false},
 	} {
 		opts := ControllerOptions(operator.Options{FeatureGates: gates})
-		if got := [2]bool{opts.Provisioning.EarlyProvisioning, opts.Disruption.MultiNodeReplacements}; got != want {
-			t.Errorf("--feature-gates=%q: Provisioning.EarlyProvisioning, Disruption.MultiNodeReplacements = %v, want %v", gates, got, want)
+		if got := [3]bool{opts.Provisioning.EarlyProvisioning, opts.Disruption.MultiNodeReplacements, opts.Disruption.CandidateTaints}; got != want {
+			t.Errorf("--feature-gates=%q: Provisioning.EarlyProvisioning, Disruption.MultiNodeReplacements, Disruption.CandidateTaints = %v, want %v", gates, got, want)
 		}
 	}
 }

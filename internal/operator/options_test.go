@@ -187,28 +187,31 @@ func TestNodeOverlayGate(t *testing.T) {
 	}
 }
 
-// TestDovetailGates: EarlyProvisioning is on and MultiNodeReplacements off
-// unless --feature-gates or FEATURE_GATES says otherwise; a value other
-// than true or false is refused naming the flag.
+// TestDovetailGates: EarlyProvisioning and ConsolidationCandidateTaint are
+// on and MultiNodeReplacements off unless --feature-gates or FEATURE_GATES
+// says otherwise; a value other than true or false is refused naming the
+// flag.
 func TestDovetailGates(t *testing.T) {
 	for name, tc := range map[string]struct {
-		args         []string
-		env          map[string]string
-		early, multi bool
+		args                []string
+		env                 map[string]string
+		early, multi, taint bool
 	}{
-		"default":                  {early: true},
-		"flag turns early off":     {args: []string{"--feature-gates=EarlyProvisioning=false"}, early: false},
-		"environment turns it off": {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, early: false},
-		"Karpenter's gates only":   {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, early: true},
-		"flag turns multi on":      {args: []string{"--feature-gates=MultiNodeReplacements=true"}, early: true, multi: true},
-		"environment turns it on":  {env: map[string]string{"FEATURE_GATES": "EarlyProvisioning=false,MultiNodeReplacements=true"}, multi: true},
+		"default":                            {early: true, taint: true},
+		"flag turns early off":               {args: []string{"--feature-gates=EarlyProvisioning=false"}, early: false, taint: true},
+		"environment turns it off":           {env: map[string]string{"FEATURE_GATES": "NodeRepair=true,EarlyProvisioning=false"}, early: false, taint: true},
+		"Karpenter's gates only":             {env: map[string]string{"FEATURE_GATES": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true"}, early: true, taint: true},
+		"flag turns multi on":                {args: []string{"--feature-gates=MultiNodeReplacements=true"}, early: true, multi: true, taint: true},
+		"environment turns it on":            {env: map[string]string{"FEATURE_GATES": "EarlyProvisioning=false,MultiNodeReplacements=true"}, multi: true, taint: true},
+		"flag turns the candidate taint off": {args: []string{"--feature-gates=ConsolidationCandidateTaint=false"}, early: true},
 	} {
 		g := parseGates(t, tc.args, tc.env)
-		if g.EarlyProvisioning != tc.early || g.MultiNodeReplacements != tc.multi {
-			t.Errorf("%s: EarlyProvisioning = %v, MultiNodeReplacements = %v; want %v, %v", name, g.EarlyProvisioning, g.MultiNodeReplacements, tc.early, tc.multi)
+		if g.EarlyProvisioning != tc.early || g.MultiNodeReplacements != tc.multi || g.ConsolidationCandidateTaint != tc.taint {
+			t.Errorf("%s: EarlyProvisioning = %v, MultiNodeReplacements = %v, ConsolidationCandidateTaint = %v; want %v, %v, %v", name,
+				g.EarlyProvisioning, g.MultiNodeReplacements, g.ConsolidationCandidateTaint, tc.early, tc.multi, tc.taint)
 		}
 	}
-	for _, gate := range []string{"EarlyProvisioning=yes", "MultiNodeReplacements=1"} {
+	for _, gate := range []string{"EarlyProvisioning=yes", "MultiNodeReplacements=1", "ConsolidationCandidateTaint=on"} {
 		if _, err := parse(t, []string{"--feature-gates=" + gate}, nil); err == nil || !strings.Contains(err.Error(), "feature-gates") {
 			t.Errorf("%s: %v, want an error naming --feature-gates", gate, err)
 		}

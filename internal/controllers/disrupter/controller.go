@@ -39,6 +39,12 @@ type Options struct {
 	// MultiNodeReplacements is the feature gate of that name: multi-node
 	// consolidation may launch several cheaper nodes, fewer than it removes.
 	MultiNodeReplacements bool
+	// CandidateTaints is the feature gate ConsolidationCandidateTaint: the
+	// nodes consolidation means to remove once its budgets allow carry the
+	// consolidation-candidate taint (machine.ConsolidationCandidateTaintKey,
+	// PreferNoSchedule), so that the kube-scheduler places new pods
+	// elsewhere rather than on them.
+	CandidateTaints bool
 	// MultiNodeTimeout and SingleNodeTimeout bound consolidation's search.
 	MultiNodeTimeout, SingleNodeTimeout time.Duration
 	// Simulator tunes the scheduling simulations.
@@ -56,7 +62,7 @@ type Options struct {
 // DefaultOptions are Karpenter's timings.
 func DefaultOptions() Options {
 	return Options{
-		ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute, PollPeriod: 10 * time.Second,
+		CandidateTaints: true, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute, PollPeriod: 10 * time.Second,
 		NominationWindow: 20 * time.Second, MultiNodeTimeout: time.Minute, SingleNodeTimeout: 3 * time.Minute,
 	}
 }
@@ -194,14 +200,22 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 	fingerprint := fingerprintOf(in)
 	in.SkipConsolidation = fingerprint == c.memo && in.Now.Sub(c.memoAt) < memoRefresh
 	opts := c.decisionOptions()
+	opts.ReportRemovable = c.opts.CandidateTaints
 	opts.Interrupted = func() bool { return ctx.Err() != nil }
 	out := disruption.Decide(in, opts)
 	if ctx.Err() != nil {
 		return 0, nil // shutting down: act on no half-finished search
 	}
 	c.publish(ctx, out)
+	marked := true // a failed write is tried again when consolidation next runs
+	switch {
+	case out.RemovableKnown:
+		marked = c.markCandidates(ctx, in, toSet(out.Removable))
+	case !c.opts.CandidateTaints:
+		c.markCandidates(ctx, in, nil) // left by an earlier process
+	}
 	if out.Command == nil {
-		if !in.SkipConsolidation {
+		if !in.SkipConsolidation && marked {
 			c.memo, c.memoAt = fingerprint, in.Now
 		}
 		return c.opts.PollPeriod, nil

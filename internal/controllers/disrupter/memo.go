@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
 // fingerprintOf hashes what consolidation depends on: every machine (Node
@@ -34,8 +35,12 @@ func fingerprintOf(in disruption.Input) uint64 {
 		write(n.Name())
 		if n.Node != nil {
 			// Not the resource version: node heartbeats change it.
+			// Not the consolidation-candidate taint: this loop writes it
+			// from the decision, which it does not change.
 			for _, t := range n.Node.Spec.Taints {
-				write(t.ToString())
+				if !machine.IsConsolidationCandidateTaint(t) {
+					write(t.ToString())
+				}
 			}
 			write(n.Node.Annotations[v1.DoNotDisruptAnnotationKey])
 			write(n.Node.Labels[v1.NodeInitializedLabelKey])

@@ -232,11 +232,12 @@ func TestOptionalObjectsRender(t *testing.T) {
 		t.Errorf("want 2 dashboard ConfigMaps: %v", k)
 	}
 	for set, want := range map[string]string{
-		"":                                       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=false",
-		"settings.featureGates.nodeRepair=false": "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=false",
-		"settings.featureGates.nodeOverlay=false":          "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,EarlyProvisioning=true,MultiNodeReplacements=false",
-		"settings.featureGates.earlyProvisioning=false":    "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=false,MultiNodeReplacements=false",
-		"settings.featureGates.multiNodeReplacements=true": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=true",
+		"":                                       "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=false,ConsolidationCandidateTaint=true",
+		"settings.featureGates.nodeRepair=false": "SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=false,ConsolidationCandidateTaint=true",
+		"settings.featureGates.nodeOverlay=false":                 "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,EarlyProvisioning=true,MultiNodeReplacements=false,ConsolidationCandidateTaint=true",
+		"settings.featureGates.earlyProvisioning=false":           "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=false,MultiNodeReplacements=false,ConsolidationCandidateTaint=true",
+		"settings.featureGates.multiNodeReplacements=true":        "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=true,ConsolidationCandidateTaint=true",
+		"settings.featureGates.consolidationCandidateTaint=false": "SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=true,EarlyProvisioning=true,MultiNodeReplacements=false,ConsolidationCandidateTaint=false",
 	} {
 		args := []string{}
 		if set != "" {

@@ -1,0 +1,86 @@
+package disrupter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
+)
+
+// markCandidates keeps the consolidation-candidate taint
+// (machine.ConsolidationCandidateTaintKey, PreferNoSchedule) on exactly the
+// Nodes of want that are not being deleted, and off every other Node of the
+// input. It reports whether every write went through; a failed one is
+// tried again on a later pass.
+func (c *Controller) markCandidates(ctx context.Context, in disruption.Input, want map[string]bool) bool {
+	var added, removed []string
+	var errs []error
+	for _, n := range in.Nodes {
+		if n.Node == nil {
+			continue
+		}
+		has := slices.ContainsFunc(n.Node.Spec.Taints, machine.IsConsolidationCandidateTaint)
+		should := want[n.Node.Name] && n.Node.DeletionTimestamp.IsZero()
+		if has == should {
+			continue
+		}
+		if err := setCandidateTaint(ctx, c.kubeClient, n.Node.Name, should); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if should {
+			added = append(added, n.Node.Name)
+		} else {
+			removed = append(removed, n.Node.Name)
+		}
+	}
+	if len(added)+len(removed) > 0 {
+		log.FromContext(ctx).V(1).Info("Marked the nodes consolidation means to remove", "taint", machine.ConsolidationCandidateTaintKey,
+			"marked", len(want), "added", added, "removed", removed)
+	}
+	if err := errors.Join(errs...); err != nil {
+		log.FromContext(ctx).Error(err, "Marking consolidation candidates")
+		return false
+	}
+	return true
+}
+
+// setCandidateTaint adds or removes the consolidation-candidate taint.
+// Taints are an atomic list, so the patch carries an optimistic lock.
+func setCandidateTaint(ctx context.Context, c client.Client, name string, on bool) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("reading node %s: %w", name, err))
+	}
+	has := slices.ContainsFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
+	if has == on || (on && !node.DeletionTimestamp.IsZero()) {
+		return nil
+	}
+	stored := node.DeepCopy()
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
+	verb := "unmarking"
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, machine.ConsolidationCandidateTaint())
+		verb = "marking"
+	}
+	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("%s node %s as a consolidation candidate: %w", verb, name, err))
+	}
+	return nil
+}
+
+// toSet turns names into a set.
+func toSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
