@@ -186,15 +186,18 @@ func (p *pass) scoreCommand(cmd *Command) bool {
 
 // repackScored reports whether a re-pack into several nodes (a move only
 // MultiNodeReplacements makes) scores at least 1/k for every NodePool whose
-// nodes it disrupts, k being the pool's consolidationThreshold (2 when
-// unset), whatever its consolidation policy. Such a re-pack can move
-// thousands of pods, most of them already moved by the re-packs before it,
-// to save a fraction of a percent; the score weighs what it saves against
-// what it disrupts, as for a Balanced pool. The scores are not recorded: a
-// re-pack that fails falls back to the other moves, which are.
+// nodes it disrupts and that has a cost, whatever its consolidation policy:
+// k is 2 (DefaultConsolidationThreshold), or a Balanced pool's
+// consolidationThreshold (only Balanced pools may set it). Such a re-pack
+// can move thousands of pods, most of them already moved by the re-packs
+// before it, to save a fraction of a percent; the score weighs what it
+// saves against what it disrupts, as for a Balanced pool. A pool whose
+// nodes cost nothing saves nothing either way and does not vote. The
+// scores are not recorded: a re-pack that fails falls back to the other
+// moves, which are.
 func (p *pass) repackScored(cmd *Command) bool {
 	for _, s := range p.moveScores(cmd, func(*v1.NodePool) bool { return true }) {
-		if !s.Approved {
+		if !s.Approved && s.PoolCost > 0 {
 			return false
 		}
 	}

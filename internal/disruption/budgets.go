@@ -98,6 +98,23 @@ func appliesTo(b v1.Budget, reason v1.DisruptionReason) bool {
 	return false
 }
 
+// NeverAllows reports whether the NodePool's budgets forbid disrupting any
+// of its nodes for the reason at all times: a budget without a schedule
+// that applies to the reason allows none ("0" or "0%"), or cannot be read
+// (fail closed). Karpenter's documented way to turn consolidation off for a
+// pool is such a budget.
+func NeverAllows(np *v1.NodePool, reason v1.DisruptionReason) bool {
+	for _, b := range np.Spec.Disruption.Budgets {
+		if !appliesTo(b, reason) || b.Schedule != nil || b.Duration != nil {
+			continue
+		}
+		if n, err := BudgetNodes(b.Nodes, 1); err != nil || n == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // BudgetLimit is the most restrictive active budget of the NodePool for the
 // reason, evaluated against numNodes; Unlimited when none is active. A
 // budget that cannot be evaluated counts as zero (fail closed) and is

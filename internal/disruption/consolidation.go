@@ -368,29 +368,52 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 // Nodes of the longest prefix of the candidates (at most
 // MaxMultiNodeCandidates, at least two) whose pods fit on the rest of the
 // cluster plus what multi-node consolidation may launch, by the same binary
-// search as multiNode. The budgets that hold those nodes back now let
-// them go in later commands; until then, pods placed on them would be
-// moved again.
-func (p *pass) removable(cands []*Candidate) []string {
+// search as multiNode, and whose move the Balanced pools among them would
+// approve. The budgets that hold those nodes back now let them go in later
+// commands; until then, pods placed on them would be moved again. Nodes of
+// a pool whose budgets never allow an Underutilized disruption are left
+// out: nothing will remove them. complete is false when the search ran out
+// of time, and the names then say nothing.
+func (p *pass) removable(cands []*Candidate) (names []string, complete bool) {
 	start := p.started()
-	prefix := cands[:min(len(cands), p.opts.MaxMultiNodeCandidates)]
-	var best []*Candidate
+	var prefix []*Candidate
+	for _, c := range cands {
+		if len(prefix) == p.opts.MaxMultiNodeCandidates {
+			break
+		}
+		if !NeverAllows(c.NodePool, v1.DisruptionReasonUnderutilized) {
+			prefix = append(prefix, c)
+		}
+	}
+	var best *Command
 	lo, hi := 2, len(prefix)
-	for lo <= hi && !p.timeUp(start, p.opts.MultiNodeTimeout) {
+	for lo <= hi {
+		if p.timeUp(start, p.opts.MultiNodeTimeout) {
+			return nil, false
+		}
 		mid := (lo + hi) / 2
 		if cmd, _ := p.computeConsolidation(prefix[:mid], MethodMultiNode); cmd != nil {
-			best, lo = prefix[:mid], mid+1
+			best, lo = cmd, mid+1
 		} else {
 			hi = mid - 1
 		}
 	}
-	names := make([]string, 0, len(best))
-	for _, c := range best {
+	if best == nil {
+		return nil, true
+	}
+	for _, s := range p.moveScores(best, func(np *v1.NodePool) bool {
+		return np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
+	}) {
+		if !s.Approved {
+			return nil, true
+		}
+	}
+	for _, c := range best.Candidates {
 		if c.Node != nil {
 			names = append(names, c.Node.Name)
 		}
 	}
-	return names
+	return names, true
 }
 
 // singleNode tries the candidates one at a time, taking turns between

@@ -52,17 +52,12 @@ func Decide(in Input, opts Options) Outcome {
 			break
 		}
 	}
-	if opts.ReportRemovable && !in.SkipConsolidation && (len(opts.Methods) == 0 || slices.Contains(opts.Methods, MethodMultiNode)) {
-		if consolidation == nil {
-			// Consolidation did not run: its candidates, without the
-			// events about the others that a consolidation pass publishes.
-			for _, c := range p.candidates {
-				if ok, _ := consolidatable(c); ok {
-					consolidation = append(consolidation, c)
-				}
-			}
-		}
-		out.Removable, out.RemovableKnown = p.removable(consolidation), true
+	// What consolidation means to remove, on the passes it runs: not when
+	// a repair, emptiness or drift command comes first (it waits for no
+	// extra search), nor when consolidation is skipped.
+	consolidating := out.Command == nil || out.Command.Method == MethodMultiNode || out.Command.Method == MethodSingleNode
+	if opts.ReportRemovable && consolidating && !in.SkipConsolidation && (len(opts.Methods) == 0 || slices.Contains(opts.Methods, MethodMultiNode)) {
+		out.Removable, out.RemovableKnown = p.removable(consolidation)
 	}
 	out.Blocked = p.blocked
 	out.Scores = p.scores

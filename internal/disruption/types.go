@@ -82,8 +82,8 @@ type Options struct {
 	// MultiNodeReplacements lets multi-node consolidation replace its
 	// candidates with several cheaper nodes, fewer than it removes, whose
 	// prices together are strictly below theirs and whose Balanced score
-	// (at the pool's consolidationThreshold, 2 when unset, whatever its
-	// policy) passes. Karpenter launches at most
+	// passes at k = 2 (a Balanced pool's consolidationThreshold when set),
+	// whatever the pool's policy. Karpenter launches at most
 	// one node per consolidation, so a cluster of small, well-used nodes
 	// that one large node cannot hold stays as it is, though a few large
 	// nodes would cost less.
@@ -392,9 +392,11 @@ type Outcome struct {
 	// Removable, with Options.ReportRemovable, names the Nodes consolidation
 	// means to remove: the longest prefix of the consolidation candidates
 	// (at most MaxMultiNodeCandidates) that multi-node consolidation could
-	// take with no budget in the way, or none. RemovableKnown is false when
-	// consolidation did not run this pass (skipped, or other methods only),
-	// and Removable says nothing then.
+	// take with no budget in the way, or none (pass.removable).
+	// RemovableKnown is false when consolidation did not run this pass
+	// (skipped, restricted by Options.Methods, or a repair, emptiness or
+	// drift command came first) or the search ran out of time; Removable
+	// says nothing then.
 	Removable      []string
 	RemovableKnown bool
 }

@@ -39,6 +39,10 @@ func TestExistingNodes(t *testing.T) {
 			nodes: []simulator.Node{roomy("n1").Disfavored().Obj(), roomy("n2").Alloc("cpu", "1", "memory", "16Gi", "pods", "20").Obj()},
 			pods:  []*corev1.Pod{pod("p").Obj(), pod("q").Obj()}, claims: 0, placed: map[string]string{"p": "n2", "q": "n1"},
 		},
+		"a node consolidation means to remove is tried after in-flight claims": {
+			nodes: []simulator.Node{roomy("n1").Disfavored().Obj(), roomy("claim-1").InFlight().NodePool("default").Obj()},
+			pods:  []*corev1.Pod{pod("p").Obj()}, claims: 0, placed: map[string]string{"p": "claim-1"},
+		},
 		"in-flight nodeclaims take pods": {
 			nodes: []simulator.Node{roomy("claim-1").InFlight().NodePool("default").Obj()}, pods: []*corev1.Pod{pod("p").Obj()},
 			claims: 0, placed: map[string]string{"p": "claim-1"},

@@ -53,11 +53,11 @@ func ephemeralTaint(t corev1.Taint) bool {
 func (m *Model) buildNodes(s *Snapshot) {
 	snap := slices.Clone(s.Nodes)
 	slices.SortStableFunc(snap, func(a, b Node) int {
-		if a.Initialized != b.Initialized {
-			return cmp.Compare(boolInt(!a.Initialized), boolInt(!b.Initialized))
-		}
 		if a.Disfavored != b.Disfavored {
 			return cmp.Compare(boolInt(a.Disfavored), boolInt(b.Disfavored))
+		}
+		if a.Initialized != b.Initialized {
+			return cmp.Compare(boolInt(!a.Initialized), boolInt(!b.Initialized))
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})

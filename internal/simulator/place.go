@@ -17,7 +17,8 @@ const (
 )
 
 // tryPlace places a pod, in this order: an existing or in-flight node (first
-// that fits: initialized nodes first, then by name); an open NodeClaim with
+// that fits: nodes consolidation means to remove last, initialized nodes
+// first, then by name); an open NodeClaim with
 // room in its cheapest instance type (best fit); then the cheaper of growing
 // an open NodeClaim into a larger type and opening a new one.
 func (s *solve) tryPlace(pi *podInfo, v *podView) bool {

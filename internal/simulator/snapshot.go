@@ -75,8 +75,8 @@ type Node struct {
 	Unschedulable bool
 	// Disfavored marks a node consolidation means to remove (its
 	// consolidation-candidate taint asks the kube-scheduler to prefer other
-	// nodes): pods are placed on it only when no other existing node
-	// takes them, and never at the price of a new node.
+	// nodes): pods are placed on it only when no other existing node or
+	// in-flight claim takes them, and before any new node.
 	Disfavored bool
 }
 

@@ -16,18 +16,19 @@ import (
 
 // markCandidates keeps the consolidation-candidate taint
 // (machine.ConsolidationCandidateTaintKey, PreferNoSchedule) on exactly the
-// Nodes of want that are not being deleted, and off every other Node of the
-// input. It reports whether every write went through; a failed one is
-// tried again on a later pass.
-func (c *Controller) markCandidates(ctx context.Context, in disruption.Input, want map[string]bool) bool {
+// Nodes of want, and off every other Node of the input, except that a node
+// being removed (marked for deletion, or in a command) is left as it is:
+// it takes no pods either way. Writes that fail are logged; the next pass
+// tries them again.
+func (c *Controller) markCandidates(ctx context.Context, in disruption.Input, want map[string]bool) {
 	var added, removed []string
 	var errs []error
 	for _, n := range in.Nodes {
-		if n.Node == nil {
+		if n.Node == nil || n.MarkedForDeletion || (n.NodeClaim != nil && in.Disrupting[n.NodeClaim.Name]) {
 			continue
 		}
 		has := slices.ContainsFunc(n.Node.Spec.Taints, machine.IsConsolidationCandidateTaint)
-		should := want[n.Node.Name] && n.Node.DeletionTimestamp.IsZero()
+		should := want[n.Node.Name]
 		if has == should {
 			continue
 		}
@@ -47,9 +48,7 @@ func (c *Controller) markCandidates(ctx context.Context, in disruption.Input, wa
 	}
 	if err := errors.Join(errs...); err != nil {
 		log.FromContext(ctx).Error(err, "Marking consolidation candidates")
-		return false
 	}
-	return true
 }
 
 // setCandidateTaint adds or removes the consolidation-candidate taint.

@@ -93,6 +93,12 @@ type Controller struct {
 	// allowedSeries are the (NodePool, reason) series of the
 	// allowed-disruptions gauge the last pass set.
 	allowedSeries map[[2]string]bool
+	// removable is the last set of Nodes consolidation reported it means to
+	// remove (disruption.Outcome.Removable): the ones that carry the
+	// consolidation-candidate taint. Until removableKnown, no set has been
+	// reported yet (after a restart) and the taints are left as they are.
+	removable      map[string]bool
+	removableKnown bool
 	// shadow publishes shadow decisions; shadowMemo and shadowMemoAt are
 	// memo and memoAt for them.
 	shadow       *shadowPublisher
@@ -207,15 +213,17 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, nil // shutting down: act on no half-finished search
 	}
 	c.publish(ctx, out)
-	marked := true // a failed write is tried again when consolidation next runs
-	switch {
-	case out.RemovableKnown:
-		marked = c.markCandidates(ctx, in, toSet(out.Removable))
-	case !c.opts.CandidateTaints:
-		c.markCandidates(ctx, in, nil) // left by an earlier process
+	// Every pass brings the taints in line with the last set consolidation
+	// reported (nil, with the gate off: an earlier process's are removed),
+	// so that a failed write is tried again without deciding again.
+	if out.RemovableKnown {
+		c.removable, c.removableKnown = toSet(out.Removable), true
+	}
+	if c.removableKnown || !c.opts.CandidateTaints {
+		c.markCandidates(ctx, in, c.removable)
 	}
 	if out.Command == nil {
-		if !in.SkipConsolidation && marked {
+		if !in.SkipConsolidation {
 			c.memo, c.memoAt = fingerprint, in.Now
 		}
 		return c.opts.PollPeriod, nil

@@ -36,7 +36,10 @@ func fingerprintOf(in disruption.Input) uint64 {
 		if n.Node != nil {
 			// Not the resource version: node heartbeats change it.
 			// Not the consolidation-candidate taint: this loop writes it
-			// from the decision, which it does not change.
+			// from its own decisions. The taint only changes the order in
+			// which the simulations try nodes (simulator.Node.Disfavored),
+			// which may change a decision at the margin; memoRefresh
+			// bounds how long such a change waits.
 			for _, t := range n.Node.Spec.Taints {
 				if !machine.IsConsolidationCandidateTaint(t) {
 					write(t.ToString())

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dovetail-autoscaler/dovetail/internal/disruption"
+	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 	dtesting "github.com/dovetail-autoscaler/dovetail/internal/testing"
 )
 
@@ -28,5 +30,23 @@ func TestFingerprintSeesRefusedNodes(t *testing.T) {
 	}
 	if other := fingerprintOf(in(map[types.UID][]string{pending.UID: {"n2"}})); other == refused {
 		t.Errorf("refusals of different nodes have the same fingerprint")
+	}
+}
+
+// TestFingerprintIgnoresTheCandidateTaint: the loop writes the
+// consolidation-candidate taint itself after deciding; if that write
+// changed the fingerprint, every pass that marks a node would make the
+// next one run consolidation again. Any other taint does change it.
+func TestFingerprintIgnoresTheCandidateTaint(t *testing.T) {
+	in := func(taints ...corev1.Taint) disruption.Input {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: taints}}
+		return disruption.Input{Nodes: []*machine.Machine{{Node: node}}}
+	}
+	base := fingerprintOf(in())
+	if got := fingerprintOf(in(machine.ConsolidationCandidateTaint())); got != base {
+		t.Errorf("the consolidation-candidate taint changed the fingerprint")
+	}
+	if got := fingerprintOf(in(corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule})); got == base {
+		t.Errorf("another taint left the fingerprint unchanged")
 	}
 }

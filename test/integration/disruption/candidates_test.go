@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,9 +17,10 @@ import (
 )
 
 // TestConsolidationCandidatesAreTainted: three large nodes at an eighth of
-// their cpu, and a full one, in a pool whose budget allows no disruption.
-// Consolidation can take none of them now, but it means to remove the
-// under-used ones once the budget allows: they get the
+// their cpu, and a full one, in a pool whose budget allows no disruption
+// for now (a scheduled budget of zero, in force). Consolidation can take
+// none of them now, but it means to remove the under-used ones once the
+// budget allows: they get the
 // consolidation-candidate taint (PreferNoSchedule), so that the
 // kube-scheduler puts new pods elsewhere, and the full node does not. When
 // pods fill them, the taint goes. With the gate off, a taint left on a
@@ -26,7 +28,8 @@ import (
 func TestConsolidationCandidatesAreTainted(t *testing.T) {
 	h := newHarness(t, nil)
 	np := h.pool("default", func(np *v1.NodePool) {
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0")}}
+		always := "* * * * *"
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Schedule: &always, Duration: &metav1.Duration{Duration: time.Hour}}}
 	})
 	nodes := map[string]*corev1.Node{}
 	for _, name := range []string{"a", "b", "c", "full"} {
