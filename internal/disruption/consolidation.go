@@ -365,28 +365,35 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 }
 
 // removable is what consolidation means to remove, budgets aside: the
-// Nodes of the longest prefix of the candidates (at most
-// MaxMultiNodeCandidates, at least two) whose pods fit on the rest of the
-// cluster plus what multi-node consolidation may launch, by the same binary
-// search as multiNode, and whose move the Balanced pools among them would
-// approve. The budgets that hold those nodes back now let them go in later
-// commands; until then, pods placed on them would be moved again. Nodes of
-// a pool whose budgets never allow an Underutilized disruption are left
-// out: nothing will remove them. complete is false when the search ran out
-// of time, and the names then say nothing.
+// Nodes of the longest prefix of the candidates (at least two; no cap, as
+// the budgets will let consolidation take them over several commands) whose
+// pods fit on the rest of the cluster plus what multi-node consolidation
+// may launch, and whose move the Balanced pools among them would approve.
+// The whole list is tried first, then multi-node's binary search: one
+// prefix found too short would leave the nodes past it unmarked, and the
+// pods evicted by the first command would land there. The budgets that
+// hold those nodes back now let them go in later commands; until then,
+// pods placed on them would be moved again. Nodes of a pool whose budgets
+// never allow an Underutilized disruption are left out: nothing will
+// remove them. complete is false when the search ran out of time, and the
+// names then say nothing.
 func (p *pass) removable(cands []*Candidate) (names []string, complete bool) {
 	start := p.started()
 	var prefix []*Candidate
 	for _, c := range cands {
-		if len(prefix) == p.opts.MaxMultiNodeCandidates {
-			break
-		}
 		if !NeverAllows(c.NodePool, v1.DisruptionReasonUnderutilized) {
 			prefix = append(prefix, c)
 		}
 	}
 	var best *Command
 	lo, hi := 2, len(prefix)
+	if hi >= lo {
+		if cmd, _ := p.computeConsolidation(prefix, MethodMultiNode); cmd != nil {
+			best, lo = cmd, hi+1
+		} else {
+			hi--
+		}
+	}
 	for lo <= hi {
 		if p.timeUp(start, p.opts.MultiNodeTimeout) {
 			return nil, false
