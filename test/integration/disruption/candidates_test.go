@@ -1,18 +1,24 @@
 package disruption_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
+	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/machine"
 )
 
@@ -103,4 +109,51 @@ func (h *harness) candidateTainted() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestCandidateTaintWriteIsRetried: a marking write that fails (here the
+// first Node patch, refused once) is tried again on the next pass, though
+// nothing else changed and consolidation itself is skipped by the memo.
+func TestCandidateTaintWriteIsRetried(t *testing.T) {
+	h := newHarness(t, nil)
+	refused := false
+	failing := interceptor.NewClient(withoutWatch{h.cached}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Node); ok && !refused {
+				refused = true
+				return apierrors.NewServiceUnavailable("refused once by the test")
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	h.loop, h.queue = disrupter.NewController(h.clock, failing, h.cluster, h.cloud, h.events, h.metrics, h.opts)
+	always := "* * * * *"
+	np := h.pool("default", func(np *v1.NodePool) {
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Schedule: &always, Duration: &metav1.Duration{Duration: time.Hour}}}
+	})
+	for _, name := range []string{"a", "b", "c"} {
+		_, node := h.node(name, np, "large", fake.Zone1, v1.CapacityTypeOnDemand)
+		h.pod("p-"+name, "web", node.Name, "1")
+	}
+	h.clock.Step(time.Minute)
+
+	h.decide()
+	first := h.candidateTainted()
+	if !refused {
+		t.Fatal("no Node patch was made; the check needs the marking to write")
+	}
+	h.decide()
+	second := h.candidateTainted()
+	if len(second) <= len(first) {
+		t.Fatalf("marked %v after the refused write and %v after the next pass; want the refused node marked on the next pass", first, second)
+	}
+}
+
+// withoutWatch lets interceptor.NewClient wrap the manager's client, which
+// does not watch.
+type withoutWatch struct{ client.Client }
+
+// Watch is not supported.
+func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported by this test client")
 }
