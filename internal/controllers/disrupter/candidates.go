@@ -51,31 +51,31 @@ func (c *Controller) markCandidates(ctx context.Context, in disruption.Input, wa
 	}
 }
 
-// setCandidateTaint adds or removes the consolidation-candidate taint.
-// Taints are an atomic list, so the patch carries an optimistic lock.
+// setCandidateTaint adds or removes the consolidation-candidate taint; a
+// node being deleted is not marked.
 func setCandidateTaint(ctx context.Context, c client.Client, name string, on bool) error {
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("reading node %s: %w", name, err))
-	}
-	has := slices.ContainsFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
-	if has == on || (on && !node.DeletionTimestamp.IsZero()) {
-		return nil
-	}
-	stored := node.DeepCopy()
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
 	verb := "unmarking"
 	if on {
-		node.Spec.Taints = append(node.Spec.Taints, machine.ConsolidationCandidateTaint())
 		verb = "marking"
 	}
-	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := editTaints(ctx, c, name, func(node *corev1.Node) bool {
+		has := slices.ContainsFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
+		if has == on || (on && !node.DeletionTimestamp.IsZero()) {
+			return false
+		}
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, machine.IsConsolidationCandidateTaint)
+		if on {
+			node.Spec.Taints = append(node.Spec.Taints, machine.ConsolidationCandidateTaint())
+		}
+		return true
+	})
+	if err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("%s node %s as a consolidation candidate: %w", verb, name, err))
 	}
 	return nil
 }
 
-// toSet turns names into a set.
+// toSet turns names into a set, never nil.
 func toSet(names []string) map[string]bool {
 	set := make(map[string]bool, len(names))
 	for _, n := range names {

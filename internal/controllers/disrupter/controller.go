@@ -95,10 +95,9 @@ type Controller struct {
 	allowedSeries map[[2]string]bool
 	// removable is the last set of Nodes consolidation reported it means to
 	// remove (disruption.Outcome.Removable): the ones that carry the
-	// consolidation-candidate taint. Until removableKnown, no set has been
-	// reported yet (after a restart) and the taints are left as they are.
-	removable      map[string]bool
-	removableKnown bool
+	// consolidation-candidate taint. Nil until a set is reported (after a
+	// restart, the taints are left as they are until then).
+	removable map[string]bool
 	// shadow publishes shadow decisions; shadowMemo and shadowMemoAt are
 	// memo and memoAt for them.
 	shadow       *shadowPublisher
@@ -217,9 +216,9 @@ func (c *Controller) Reconcile(ctx context.Context) (time.Duration, error) {
 	// reported (nil, with the gate off: an earlier process's are removed),
 	// so that a failed write is tried again without deciding again.
 	if out.RemovableKnown {
-		c.removable, c.removableKnown = toSet(out.Removable), true
+		c.removable = toSet(out.Removable)
 	}
-	if c.removableKnown || !c.opts.CandidateTaints {
+	if c.removable != nil || !c.opts.CandidateTaints {
 		c.markCandidates(ctx, in, c.removable)
 	}
 	if out.Command == nil {

@@ -30,20 +30,17 @@ func hasDisruptedTaint(node *corev1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
 }
 
-// taint adds karpenter.sh/disrupted:NoSchedule to the node. Taints are an
-// atomic list, so the patch carries an optimistic lock.
+// taint adds karpenter.sh/disrupted:NoSchedule to the node.
 func taint(ctx context.Context, c client.Client, name string) error {
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return fmt.Errorf("reading node %s: %w", name, err)
-	}
 	want := v1.DisruptedNoScheduleTaint()
-	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) }) {
-		return nil
-	}
-	stored := node.DeepCopy()
-	node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == want.Key }), want)
-	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := editTaints(ctx, c, name, func(node *corev1.Node) bool {
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&want) }) {
+			return false
+		}
+		node.Spec.Taints = append(slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == want.Key }), want)
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("tainting node %s: %w", name, err)
 	}
 	return nil
@@ -52,19 +49,33 @@ func taint(ctx context.Context, c client.Client, name string) error {
 // untaint removes the disrupted taint, unless the node is being deleted
 // (termination keeps it tainted while it drains).
 func untaint(ctx context.Context, c client.Client, name string) error {
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("reading node %s: %w", name, err))
-	}
-	if !node.DeletionTimestamp.IsZero() || !hasDisruptedTaint(node) {
-		return nil
-	}
-	stored := node.DeepCopy()
-	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
-	if err := c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := editTaints(ctx, c, name, func(node *corev1.Node) bool {
+		if !node.DeletionTimestamp.IsZero() || !hasDisruptedTaint(node) {
+			return false
+		}
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedTaintKey })
+		return true
+	})
+	if err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("untainting node %s: %w", name, err))
 	}
 	return nil
+}
+
+// editTaints reads the node from the cache and, when edit changes its
+// taints (and says so), patches them. Taints are an atomic list, so the
+// patch carries an optimistic lock: a concurrent writer's change makes it
+// fail rather than be lost.
+func editTaints(ctx context.Context, c client.Client, name string, edit func(*corev1.Node) bool) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return fmt.Errorf("reading: %w", err)
+	}
+	stored := node.DeepCopy()
+	if !edit(node) {
+		return nil
+	}
+	return c.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
 }
 
 // setDisruptionReason records on the NodeClaim why it is being disrupted.
