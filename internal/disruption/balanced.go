@@ -175,9 +175,7 @@ func (p *pass) poolTotals() map[string]poolTotal {
 // approved without a score.
 func (p *pass) scoreCommand(cmd *Command) bool {
 	approved := true
-	for _, s := range p.moveScores(cmd, func(np *v1.NodePool) bool {
-		return np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
-	}) {
+	for _, s := range p.moveScores(cmd, isBalanced) {
 		approved = approved && s.Approved
 		p.scores = append(p.scores, s)
 	}
@@ -202,6 +200,11 @@ func (p *pass) repackScored(cmd *Command) bool {
 		}
 	}
 	return true
+}
+
+// isBalanced reports a NodePool of the Balanced policy.
+func isBalanced(np *v1.NodePool) bool {
+	return np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
 }
 
 // moveScores scores a command once for each NodePool whose nodes it

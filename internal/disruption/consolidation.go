@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -341,19 +342,9 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 			break
 		}
 	}
-	var best *Command
-	lo, hi := 2, len(prefix)
-	for lo <= hi {
-		if p.timeUp(start, p.opts.MultiNodeTimeout) {
-			p.timedOut = append(p.timedOut, MethodMultiNode)
-			break
-		}
-		mid := (lo + hi) / 2
-		if cmd, _ := p.computeConsolidation(prefix[:mid], MethodMultiNode); cmd != nil {
-			best, lo = cmd, mid+1
-		} else {
-			hi = mid - 1
-		}
+	best, timedOut := p.longestPrefix(prefix, start, false)
+	if timedOut {
+		p.timedOut = append(p.timedOut, MethodMultiNode)
 	}
 	// The Balanced policy scores the move found, as Karpenter does, rather
 	// than searching for the best-scoring prefix; single-node consolidation
@@ -362,6 +353,34 @@ func (p *pass) multiNode(cands []*Candidate) *Command {
 		return nil
 	}
 	return best
+}
+
+// longestPrefix is multi-node's search: the longest prefix of at least
+// two of the candidates that computeConsolidation turns into a move, by
+// binary search on its length (with wholeFirst, the whole list is tried
+// first: the search is not monotone, and may stop short of a whole list
+// that is a move). timedOut reports that MultiNodeTimeout, counted from
+// start, cut the search short; best is then the longest move found so far.
+func (p *pass) longestPrefix(prefix []*Candidate, start time.Time, wholeFirst bool) (best *Command, timedOut bool) {
+	lo, hi := 2, len(prefix)
+	if wholeFirst && hi >= lo {
+		if cmd, _ := p.computeConsolidation(prefix, MethodMultiNode); cmd != nil {
+			return cmd, false
+		}
+		hi--
+	}
+	for lo <= hi {
+		if p.timeUp(start, p.opts.MultiNodeTimeout) {
+			return best, true
+		}
+		mid := (lo + hi) / 2
+		if cmd, _ := p.computeConsolidation(prefix[:mid], MethodMultiNode); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, false
 }
 
 // removable is what consolidation means to remove, budgets aside: the
@@ -385,32 +404,14 @@ func (p *pass) removable(cands []*Candidate) (names []string, complete bool) {
 			prefix = append(prefix, c)
 		}
 	}
-	var best *Command
-	lo, hi := 2, len(prefix)
-	if hi >= lo {
-		if cmd, _ := p.computeConsolidation(prefix, MethodMultiNode); cmd != nil {
-			best, lo = cmd, hi+1
-		} else {
-			hi--
-		}
-	}
-	for lo <= hi {
-		if p.timeUp(start, p.opts.MultiNodeTimeout) {
-			return nil, false
-		}
-		mid := (lo + hi) / 2
-		if cmd, _ := p.computeConsolidation(prefix[:mid], MethodMultiNode); cmd != nil {
-			best, lo = cmd, mid+1
-		} else {
-			hi = mid - 1
-		}
+	best, timedOut := p.longestPrefix(prefix, start, true)
+	if timedOut {
+		return nil, false
 	}
 	if best == nil {
 		return nil, true
 	}
-	for _, s := range p.moveScores(best, func(np *v1.NodePool) bool {
-		return np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
-	}) {
+	for _, s := range p.moveScores(best, isBalanced) {
 		if !s.Approved {
 			return nil, true
 		}
