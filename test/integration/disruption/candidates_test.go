@@ -2,7 +2,6 @@ package disruption_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider/fake"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/disrupter"
 	"github.com/dovetail-autoscaler/dovetail/internal/machine"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // TestConsolidationCandidatesAreTainted: three large nodes at an eighth of
@@ -33,10 +32,7 @@ import (
 // node is removed.
 func TestConsolidationCandidatesAreTainted(t *testing.T) {
 	h := newHarness(t, nil)
-	np := h.pool("default", func(np *v1.NodePool) {
-		always := "* * * * *"
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Schedule: &always, Duration: &metav1.Duration{Duration: time.Hour}}}
-	})
+	np := h.heldPool()
 	nodes := map[string]*corev1.Node{}
 	for _, name := range []string{"a", "b", "c", "full"} {
 		_, nodes[name] = h.node(name, np, "large", fake.Zone1, v1.CapacityTypeOnDemand)
@@ -117,7 +113,7 @@ func (h *harness) candidateTainted() []string {
 func TestCandidateTaintWriteIsRetried(t *testing.T) {
 	h := newHarness(t, nil)
 	refused := false
-	failing := interceptor.NewClient(withoutWatch{h.cached}, interceptor.Funcs{
+	failing := env.Intercept(h.cached, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if _, ok := obj.(*corev1.Node); ok && !refused {
 				refused = true
@@ -127,10 +123,7 @@ func TestCandidateTaintWriteIsRetried(t *testing.T) {
 		},
 	})
 	h.loop, h.queue = disrupter.NewController(h.clock, failing, h.cluster, h.cloud, h.events, h.metrics, h.opts)
-	always := "* * * * *"
-	np := h.pool("default", func(np *v1.NodePool) {
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Schedule: &always, Duration: &metav1.Duration{Duration: time.Hour}}}
-	})
+	np := h.heldPool()
 	for _, name := range []string{"a", "b", "c"} {
 		_, node := h.node(name, np, "large", fake.Zone1, v1.CapacityTypeOnDemand)
 		h.pod("p-"+name, "web", node.Name, "1")
@@ -149,11 +142,14 @@ func TestCandidateTaintWriteIsRetried(t *testing.T) {
 	}
 }
 
-// withoutWatch lets interceptor.NewClient wrap the manager's client, which
-// does not watch.
-type withoutWatch struct{ client.Client }
-
-// Watch is not supported.
-func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("watch is not supported by this test client")
+// heldPool creates the default pool with a budget that allows no
+// disruption for now: zero nodes, on a schedule that is always in force
+// (a budget of zero without a schedule turns consolidation off for good,
+// and its nodes are not marked).
+func (h *harness) heldPool() *v1.NodePool {
+	h.t.Helper()
+	always := "* * * * *"
+	return h.pool("default", func(np *v1.NodePool) {
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: intstr.FromString("0"), Schedule: &always, Duration: &metav1.Duration{Duration: time.Hour}}}
+	})
 }

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,6 +23,7 @@ import (
 	v1 "github.com/dovetail-autoscaler/dovetail/api/karpenter/v1"
 	"github.com/dovetail-autoscaler/dovetail/internal/cloudprovider"
 	"github.com/dovetail-autoscaler/dovetail/internal/controllers/nodeclaim/lifecycle"
+	"github.com/dovetail-autoscaler/dovetail/internal/testing/env"
 )
 
 // TestLaunchThatKeepsFailingIsDeletedByLiveness checks that every phase runs
@@ -70,7 +70,7 @@ func TestLaunchThatKeepsFailingIsDeletedByLiveness(t *testing.T) {
 func TestFailedDeletionIsRetried(t *testing.T) {
 	deleteErr := errors.New("injected: apiserver unavailable")
 	h := newHarnessWithClient(t, func(c client.Client) client.Client {
-		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		return env.Intercept(c, interceptor.Funcs{
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				if _, ok := obj.(*v1.NodeClaim); ok {
 					return deleteErr
@@ -88,15 +88,6 @@ func TestFailedDeletionIsRetried(t *testing.T) {
 	if got.DeletionTimestamp != nil {
 		t.Fatal("claim deleted although the deletion failed")
 	}
-}
-
-// withoutWatch lets the interceptor wrap the manager's client, which cannot
-// watch; the controller never does.
-type withoutWatch struct{ client.Client }
-
-// Watch is not supported.
-func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("watch is not supported by this test client")
 }
 
 // TestStatusWriteKeepsOtherWritersConditions checks that the lifecycle's
@@ -173,7 +164,7 @@ func TestRegistrationSurvivesAConcurrentNodeWrite(t *testing.T) {
 	}
 	written := false
 	h := newHarnessWithClient(t, func(c client.Client) client.Client {
-		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		return env.Intercept(c, interceptor.Funcs{
 			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 				if err := c.List(ctx, list, opts...); err != nil {
 					return err
@@ -402,7 +393,7 @@ func TestRegistrationReadsAStaleNodeAgain(t *testing.T) {
 	ctx := context.Background()
 	var stale *corev1.Node
 	h := newHarnessWithClient(t, func(c client.Client) client.Client {
-		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		return env.Intercept(c, interceptor.Funcs{
 			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 				if nodes, ok := list.(*corev1.NodeList); ok && stale != nil {
 					nodes.Items = []corev1.Node{*stale.DeepCopy()}
@@ -471,7 +462,7 @@ func TestStaleCopyCostsNoWrite(t *testing.T) {
 		mu.Unlock()
 	}
 	h := newHarnessWithClient(t, func(c client.Client) client.Client {
-		return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		return env.Intercept(c, interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 				count()
 				return c.Patch(ctx, obj, patch, opts...)
