@@ -137,19 +137,20 @@ func TestBadValuesFailNamingTheKey(t *testing.T) {
 		set   []string
 		want  []string
 	}{
-		"misspelt top-level key":      {chart: "dovetail", set: []string{"cloudProvider=kwok", "replica=3"}, want: []string{"replica"}},
-		"misspelt setting":            {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.clustername=x"}, want: []string{"clustername"}},
-		"mistyped replicas":           {chart: "dovetail", set: []string{"cloudProvider=kwok", "replicas=two"}, want: []string{"replicas"}},
-		"mistyped feature gate":       {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.spotToSpotConsolidation=yes"}, want: []string{"spotToSpotConsolidation"}},
-		"mistyped Dovetail gate":      {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.earlyProvisioning=soon"}, want: []string{"earlyProvisioning"}},
-		"mistyped consolidation gate": {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.multiNodeReplacements=yes"}, want: []string{"multiNodeReplacements"}},
-		"gate Dovetail lacks":         {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.reservedCapacity=true"}, want: []string{"reservedCapacity"}},
-		"unknown provider":            {chart: "dovetail", set: []string{"cloudProvider=gce"}, want: []string{"cloudProvider"}},
-		"bad duration":                {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.batchMaxDuration=10 seconds"}, want: []string{"batchMaxDuration"}},
-		"bad log level":               {chart: "dovetail", set: []string{"cloudProvider=kwok", "logLevel=verbose"}, want: []string{"logLevel"}},
-		"port out of range":           {chart: "dovetail", set: []string{"cloudProvider=kwok", "controller.metrics.port=70000"}, want: []string{"port"}},
-		"aws without clusterName":     {chart: "dovetail", set: []string{"cloudProvider=aws"}, want: []string{"settings.clusterName"}},
-		"misspelt crd chart key":      {chart: "dovetail-crd", set: []string{"webhook.enable=false"}, want: []string{"enable"}},
+		"misspelt top-level key":        {chart: "dovetail", set: []string{"cloudProvider=kwok", "replica=3"}, want: []string{"replica"}},
+		"misspelt setting":              {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.clustername=x"}, want: []string{"clustername"}},
+		"mistyped replicas":             {chart: "dovetail", set: []string{"cloudProvider=kwok", "replicas=two"}, want: []string{"replicas"}},
+		"mistyped feature gate":         {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.spotToSpotConsolidation=yes"}, want: []string{"spotToSpotConsolidation"}},
+		"mistyped Dovetail gate":        {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.earlyProvisioning=soon"}, want: []string{"earlyProvisioning"}},
+		"mistyped consolidation gate":   {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.multiNodeReplacements=yes"}, want: []string{"multiNodeReplacements"}},
+		"mistyped candidate-taint gate": {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.consolidationCandidateTaint=off"}, want: []string{"consolidationCandidateTaint"}},
+		"gate Dovetail lacks":           {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.featureGates.reservedCapacity=true"}, want: []string{"reservedCapacity"}},
+		"unknown provider":              {chart: "dovetail", set: []string{"cloudProvider=gce"}, want: []string{"cloudProvider"}},
+		"bad duration":                  {chart: "dovetail", set: []string{"cloudProvider=kwok", "settings.batchMaxDuration=10 seconds"}, want: []string{"batchMaxDuration"}},
+		"bad log level":                 {chart: "dovetail", set: []string{"cloudProvider=kwok", "logLevel=verbose"}, want: []string{"logLevel"}},
+		"port out of range":             {chart: "dovetail", set: []string{"cloudProvider=kwok", "controller.metrics.port=70000"}, want: []string{"port"}},
+		"aws without clusterName":       {chart: "dovetail", set: []string{"cloudProvider=aws"}, want: []string{"settings.clusterName"}},
+		"misspelt crd chart key":        {chart: "dovetail-crd", set: []string{"webhook.enable=false"}, want: []string{"enable"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
